@@ -1,0 +1,38 @@
+#include "command.h"
+
+#include <algorithm>
+#include <vector>
+
+namespace expnet::cli {
+namespace {
+std::vector<CommandSpec>& registry() {
+  static std::vector<CommandSpec> commands;
+  return commands;
+}
+int g_exit_code = 0;
+}  // namespace
+
+bool register_command(CommandSpec spec) {
+  registry().push_back(std::move(spec));
+  return true;
+}
+
+void install_commands(CLI::App& root) {
+  auto commands = registry();
+  std::stable_sort(commands.begin(), commands.end(),
+                   [](const CommandSpec& a, const CommandSpec& b) { return a.order < b.order; });
+  for (auto& command : commands) command.install(root);
+}
+
+std::shared_ptr<RuntimeOptions> add_runtime_options(CLI::App* command) {
+  auto options = std::make_shared<RuntimeOptions>();
+  command->add_option("--threads", options->threads, "CPU threads for LibTorch and OpenBLAS (0 = all cores)")
+      ->check(CLI::NonNegativeNumber);
+  command->add_option("--device", options->device, "cpu, cuda or cuda:N");
+  return options;
+}
+
+void set_exit_code(int code) { g_exit_code = std::max(g_exit_code, code); }
+int exit_code() { return g_exit_code; }
+
+}  // namespace expnet::cli

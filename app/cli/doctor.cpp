@@ -1,0 +1,47 @@
+// expnet doctor: is this machine fit to run the engine fast?
+#include <nlohmann/json.hpp>
+
+#include <iostream>
+
+#include "command.h"
+
+namespace expnet::cli {
+namespace {
+
+void run(const RuntimeOptions& runtime, bool json) {
+  apply_runtime(runtime);
+  const DoctorReport report = run_doctor();
+  if (json) {
+    nlohmann::json out = {{"gflops", report.gflops},
+                          {"matmul_ms", report.matmul_ms},
+                          {"threads", report.threads},
+                          {"blas_threads", report.blas_threads},
+                          {"blas_library", report.blas_library},
+                          {"cuda", report.cuda},
+                          {"devices", report.devices},
+                          {"warnings", report.warnings}};
+    std::cout << out.dump() << std::endl;
+  } else {
+    std::cout << "matmul 1024x1024 float32: " << report.gflops << " GFLOP/s (" << report.matmul_ms
+              << " ms, median)\n"
+              << "LibTorch threads: " << report.threads << "\n"
+              << "BLAS: " << report.blas_library << "\n"
+              << "BLAS threads: " << (report.blas_threads < 0 ? std::string("unknown") : std::to_string(report.blas_threads)) << "\n"
+              << "CUDA: " << (report.cuda ? "available" : "not available") << "\n"
+              << "devices:";
+    for (const auto& d : report.devices) std::cout << " " << d;
+    std::cout << "\n";
+  }
+  for (const auto& warning : report.warnings) std::cerr << "warning: " << warning << "\n";
+}
+
+const bool registered = register_command({"doctor", 10, [](CLI::App& root) {
+  auto* command = root.add_subcommand("doctor", "Measure matrix-multiply speed, threads, BLAS and CUDA devices");
+  auto runtime = add_runtime_options(command);
+  auto json = std::make_shared<bool>(false);
+  command->add_flag("--json", *json, "Print one compact JSON object");
+  command->callback([runtime, json] { run(*runtime, *json); });
+}});
+
+}  // namespace
+}  // namespace expnet::cli

@@ -1,0 +1,69 @@
+// expnet-studio: the desktop workbench. Heavy work lives in the pages' workers;
+// this file parses the command line, builds the window and, with --screenshot,
+// renders it offscreen for tests and the README.
+#include <QApplication>
+#include <QCommandLineParser>
+#include <QIcon>
+#include <QTimer>
+
+#include <cstdio>
+#include <cstdlib>
+
+#include "app/mainwindow.h"
+#include "app/screenshot.h"
+#include "app/studiocontext.h"
+#include "expnet/system.h"
+
+int main(int argc, char** argv) {
+  // A screenshot needs no display: render offscreen unless told otherwise.
+  for (int i = 1; i < argc; ++i)
+    if (QByteArray(argv[i]) == "--screenshot" && qEnvironmentVariableIsEmpty("QT_QPA_PLATFORM"))
+      qputenv("QT_QPA_PLATFORM", "offscreen");
+
+  QApplication app(argc, argv);
+  QApplication::setApplicationName(QStringLiteral("expnet-studio"));
+  QApplication::setOrganizationName(QStringLiteral("expnet"));
+  QApplication::setApplicationVersion(QStringLiteral(EXPNET_VERSION));
+  QApplication::setWindowIcon(QIcon(QStringLiteral(":/expnet/expnet-studio.svg")));
+
+  QCommandLineParser parser;
+  parser.setApplicationDescription(QStringLiteral("ExpansionNet Studio: image captioning workbench"));
+  parser.addHelpOption();
+  parser.addVersionOption();
+  QCommandLineOption screenshot(QStringLiteral("screenshot"), QStringLiteral("Render offscreen, save a PNG and FILE.json, exit."), QStringLiteral("FILE"));
+  QCommandLineOption page(QStringLiteral("page"), QStringLiteral("Page to show: caption, attention, training, datasets, runs, compare."), QStringLiteral("NAME"), QStringLiteral("caption"));
+  QCommandLineOption open(QStringLiteral("open"), QStringLiteral("Image to open on the Caption page (repeatable)."), QStringLiteral("IMAGE"));
+  QCommandLineOption run(QStringLiteral("run"), QStringLiteral("Training run folder to open on the Training page."), QStringLiteral("DIR"));
+  QCommandLineOption threads(QStringLiteral("threads"), QStringLiteral("CPU threads (0 = all cores)."), QStringLiteral("N"), QStringLiteral("0"));
+  QCommandLineOption device(QStringLiteral("device"), QStringLiteral("cpu, cuda or cuda:N."), QStringLiteral("DEVICE"), QStringLiteral("cpu"));
+  parser.addOptions({screenshot, page, open, run, threads, device});
+  parser.process(app);
+
+  expnet::RuntimeOptions runtime;
+  runtime.threads = parser.value(threads).toInt();
+  runtime.device = parser.value(device).toStdString();
+  try {
+    expnet::apply_runtime(runtime);
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "error: %s\n", e.what());
+    return 1;
+  }
+
+  StudioContext context;
+  context.setRuntime(QString::fromStdString(runtime.device), expnet::torch_threads());
+  MainWindow window(&context);
+  window.resize(1280, 800);
+  if (!window.showPage(parser.value(page))) {
+    std::fprintf(stderr, "error: unknown page '%s': use one of %s\n", qPrintable(parser.value(page)),
+                 qPrintable(window.pageIds().join(QStringLiteral(", "))));
+    return 1;
+  }
+  window.show();
+
+  if (parser.isSet(screenshot)) {
+    ScreenshotRequest request;
+    request.file = parser.value(screenshot);
+    return takeScreenshot(window, context, request);
+  }
+  return app.exec();
+}

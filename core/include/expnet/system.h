@@ -1,0 +1,56 @@
+// Process-wide runtime settings (threads, device) and the machine report that
+// `expnet doctor` and `expnet --version` print. No LibTorch types here.
+#pragma once
+
+#include <string>
+#include <vector>
+
+namespace expnet {
+
+// What every subcommand accepts: --threads N, --device cpu|cuda[:i].
+struct RuntimeOptions {
+  int threads = 0;            // 0 = all cores
+  std::string device = "cpu";  // "cpu", "cuda", "cuda:1"
+};
+
+// Applies the thread count to LibTorch's intra-op pool and to OpenBLAS's own
+// pool (OpenBLAS ignores at::set_num_threads). Throws std::runtime_error with
+// a user-facing message when the device does not exist on this build/machine.
+void apply_runtime(const RuntimeOptions& options);
+
+// Validates a device string ("cpu", "cuda", "cuda:0"); throws with what to do.
+void check_device(const std::string& device);
+
+// The device string currently in use (set by apply_runtime).
+const std::string& current_device();
+
+int hardware_threads();
+int torch_threads();
+// Threads of the BLAS library LibTorch calls; -1 when it is not OpenBLAS.
+int blas_threads();
+// Name of the BLAS shared object loaded in this process ("openblas-pthread", "reference", ...).
+std::string blas_library();
+
+struct VersionInfo {
+  std::string program;
+  std::string libtorch;
+  std::string opencv;
+  std::string sqlite;
+  std::string device;
+};
+VersionInfo version_info();
+
+struct DoctorReport {
+  double gflops = 0;               // 1024x1024 float32 matmul, median of runs
+  double matmul_ms = 0;
+  int threads = 0;
+  int blas_threads = -1;
+  std::string blas_library;
+  bool cuda = false;
+  std::vector<std::string> devices;  // "cpu", "cuda:0 (NVIDIA ...)" ...
+  std::vector<std::string> warnings;
+};
+inline constexpr double kMinHealthyGflops = 20.0;
+DoctorReport run_doctor(int repeats = 7);
+
+}  // namespace expnet

@@ -1,0 +1,50 @@
+#!/usr/bin/env bash
+# Installs, with apt, the Debian 12 packages ExpansionNet Studio needs to build,
+# run and test. Idempotent: packages already installed are not touched, and when
+# nothing is missing the script does not call apt at all (fast second run).
+# Works as root, or as a user with sudo.
+set -euo pipefail
+
+PACKAGES=(
+  # toolchain
+  build-essential cmake ninja-build ccache pkg-config
+  # engine
+  libtorch-dev libgloo-dev libopenblas0-pthread
+  libopencv-dev libsqlite3-dev nlohmann-json3-dev libcli11-dev libspdlog-dev libfmt-dev
+  # studio
+  qt6-base-dev libqt6sql6-sqlite libqcustomplot-dev libqcustomplot2.1-qt6
+  libgl1-mesa-dev fonts-dejavu-core
+  # test peer: Debian's PyTorch, run as /usr/bin/python3
+  python3 python3-torch python3-numpy
+)
+
+missing=()
+for pkg in "${PACKAGES[@]}"; do
+  status=$(dpkg-query -W -f='${Status}' "$pkg" 2>/dev/null || true)
+  if [[ "$status" != "install ok installed" ]]; then
+    missing+=("$pkg")
+  fi
+done
+
+if [[ ${#missing[@]} -eq 0 ]]; then
+  echo "[install-deps] all ${#PACKAGES[@]} required packages are already installed."
+  exit 0
+fi
+
+if [[ $(id -u) -eq 0 ]]; then
+  SUDO=()
+elif command -v sudo >/dev/null 2>&1; then
+  SUDO=(sudo)
+  echo "[install-deps] not root: using sudo for apt-get."
+else
+  echo "[install-deps] error: ${#missing[@]} packages are missing (${missing[*]})" >&2
+  echo "[install-deps] and this user is not root and has no sudo. Run this script as root." >&2
+  exit 1
+fi
+
+echo "[install-deps] missing ${#missing[@]} packages: ${missing[*]}"
+echo "[install-deps] apt-get update ..."
+"${SUDO[@]}" env DEBIAN_FRONTEND=noninteractive apt-get update -q
+echo "[install-deps] apt-get install ${missing[*]} ..."
+"${SUDO[@]}" env DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends "${missing[@]}"
+echo "[install-deps] done."

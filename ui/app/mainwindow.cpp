@@ -1,0 +1,105 @@
+#include "app/mainwindow.h"
+
+#include <QHBoxLayout>
+#include <QLabel>
+#include <QListWidget>
+#include <QStackedWidget>
+#include <QStatusBar>
+
+#include "app/studiocontext.h"
+#include "app/studiopage.h"
+#include "common/notyetpage.h"
+
+namespace {
+// Pages whose capability lands with a later issue. Each says so, and names it.
+StudioPage* notYet(const char* id, const char* title, const char* capability, const char* tracking) {
+  return new NotYetPage(QString::fromLatin1(id), QString::fromLatin1(title), QString::fromUtf8(capability),
+                        QString::fromUtf8(tracking));
+}
+}  // namespace
+
+MainWindow::MainWindow(StudioContext* context, QWidget* parent)
+    : QMainWindow(parent),
+      context_(context),
+      navigation_(new QListWidget),
+      stack_(new QStackedWidget),
+      deviceLabel_(new QLabel),
+      modelLabel_(new QLabel) {
+  setWindowTitle(QStringLiteral("ExpansionNet Studio"));
+  auto* central = new QWidget;
+  auto* layout = new QHBoxLayout(central);
+  layout->setContentsMargins(0, 0, 0, 0);
+  layout->setSpacing(0);
+  navigation_->setFixedWidth(180);
+  navigation_->setObjectName(QStringLiteral("navigation"));
+  layout->addWidget(navigation_);
+  layout->addWidget(stack_, 1);
+  setCentralWidget(central);
+
+  addPage(notYet("caption", "Caption",
+                 "Drop images or folders to caption them with ExpansionNet v2: streaming words, n-best lists, "
+                 "timings and export to CSV, JSON Lines and COCO results.",
+                 "Needs the LibTorch model and the decoding engine (issues: ExpansionNet v2 in LibTorch; "
+                 "Decoding engine; Studio)."));
+  addPage(notYet("attention", "Attention",
+                 "Cross-attention of each word over the image as a heat map, and the Static and Dynamic "
+                 "Expansion length-transformation maps.",
+                 "Needs the decoding engine's traces (issues: Decoding engine; Studio)."));
+  addPage(notYet("training", "Training",
+                 "Launch the four-stage recipe in a child process and follow it live: loss, learning rate, "
+                 "CIDEr-D and BLEU-4 curves, ETA, log and sample captions.",
+                 "Needs the training engine (issues: Training; Studio)."));
+  addPage(notYet("datasets", "Datasets",
+                 "Browse caption datasets (COCO/Karpathy, CSV, JSON Lines, the built-in shapes set) with "
+                 "statistics and per-sample evaluation.",
+                 "Needs the dataset index (issue: Datasets)."));
+  addPage(notYet("runs", "Runs",
+                 "Every training run in the run store: configuration, stages, best checkpoints and scores.",
+                 "Needs the run store (issue: Training)."));
+  addPage(notYet("compare", "Compare",
+                 "Autoregressive (AIC) versus partially non-autoregressive (PNAIC) decoding side by side: "
+                 "captions, CIDEr-D and speed.",
+                 "Planned after the open issues (PNAIC decoding)."));
+
+  connect(navigation_, &QListWidget::currentRowChanged, stack_, &QStackedWidget::setCurrentIndex);
+  navigation_->setCurrentRow(0);
+
+  statusBar()->addPermanentWidget(modelLabel_);
+  statusBar()->addPermanentWidget(deviceLabel_);
+  connect(context_, &StudioContext::runtimeChanged, this, &MainWindow::updateStatus);
+  connect(context_, &StudioContext::modelChanged, this, &MainWindow::updateStatus);
+  updateStatus();
+}
+
+void MainWindow::addPage(StudioPage* page) {
+  pages_.push_back(page);
+  stack_->addWidget(page);
+  navigation_->addItem(page->title());
+}
+
+QStringList MainWindow::pageIds() const {
+  QStringList ids;
+  for (const auto* page : pages_) ids << page->pageId();
+  return ids;
+}
+
+StudioPage* MainWindow::page(const QString& id) const {
+  for (auto* page : pages_)
+    if (page->pageId() == id) return page;
+  return nullptr;
+}
+
+bool MainWindow::showPage(const QString& id) {
+  const int index = pageIds().indexOf(id);
+  if (index < 0) return false;
+  navigation_->setCurrentRow(index);
+  return true;
+}
+
+StudioPage* MainWindow::currentPage() const { return pages_.value(stack_->currentIndex(), nullptr); }
+
+void MainWindow::updateStatus() {
+  deviceLabel_->setText(QStringLiteral("Device: %1 | Threads: %2").arg(context_->device()).arg(context_->threads()));
+  const QString model = context_->modelName();
+  modelLabel_->setText(model.isEmpty() ? QStringLiteral("No model loaded") : QStringLiteral("Model: %1").arg(model));
+}

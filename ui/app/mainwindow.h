@@ -1,0 +1,36 @@
+// The studio's main window: a navigation list on the left, the pages in a
+// stack, the runtime and the loaded model in the status bar. It only wires
+// pages together; each page owns its widgets, workers and models.
+#pragma once
+
+#include <QMainWindow>
+#include <QVector>
+
+class QLabel;
+class QListWidget;
+class QStackedWidget;
+class StudioContext;
+class StudioPage;
+
+class MainWindow : public QMainWindow {
+  Q_OBJECT
+ public:
+  explicit MainWindow(StudioContext* context, QWidget* parent = nullptr);
+
+  QStringList pageIds() const;
+  // Shows the page with this id; false when there is none.
+  bool showPage(const QString& id);
+  StudioPage* currentPage() const;
+  StudioPage* page(const QString& id) const;
+
+ private:
+  void addPage(StudioPage* page);
+  void updateStatus();
+
+  StudioContext* context_;
+  QListWidget* navigation_;
+  QStackedWidget* stack_;
+  QVector<StudioPage*> pages_;
+  QLabel* deviceLabel_;
+  QLabel* modelLabel_;
+};

@@ -1,0 +1,12 @@
+#include "app/studiocontext.h"
+
+void StudioContext::setRuntime(const QString& device, int threads) {
+  device_ = device;
+  threads_ = threads;
+  emit runtimeChanged();
+}
+
+void StudioContext::setModelName(const QString& name) {
+  modelName_ = name;
+  emit modelChanged();
+}

@@ -1,0 +1,20 @@
+// Base of every studio page: the main window lists pages by id and title, and
+// `--screenshot` asks the shown page what it displays (describe()) and whether
+// work is still pending (isBusy()).
+#pragma once
+
+#include <QJsonObject>
+#include <QWidget>
+
+class StudioPage : public QWidget {
+  Q_OBJECT
+ public:
+  using QWidget::QWidget;
+  // Lower-case id used by `--page NAME`: caption, attention, training, datasets, runs, compare.
+  virtual QString pageId() const = 0;
+  virtual QString title() const = 0;
+  // What a user sees on this page, as JSON (listed items, plotted series, ...).
+  virtual QJsonObject describe() const = 0;
+  // True while the page waits for background work whose result it will show.
+  virtual bool isBusy() const { return false; }
+};

@@ -1,0 +1,17 @@
+// A page whose capability is not built yet: it says so plainly, names the
+// capability and where it is tracked, and shows no placeholder content.
+#pragma once
+
+#include "app/studiopage.h"
+
+class NotYetPage : public StudioPage {
+  Q_OBJECT
+ public:
+  NotYetPage(QString id, QString title, QString capability, QString tracking, QWidget* parent = nullptr);
+  QString pageId() const override { return id_; }
+  QString title() const override { return title_; }
+  QJsonObject describe() const override;
+
+ private:
+  QString id_, title_, capability_, tracking_;
+};
