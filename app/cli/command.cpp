@@ -24,6 +24,14 @@ void install_commands(CLI::App& root) {
   for (auto& command : commands) command.install(root);
 }
 
+CLI::App* command_group(CLI::App& root, const std::string& name, const std::string& description) {
+  for (auto* existing : root.get_subcommands({}))
+    if (existing->get_name() == name) return existing;
+  auto* group = root.add_subcommand(name, description);
+  group->require_subcommand(1);
+  return group;
+}
+
 std::shared_ptr<RuntimeOptions> add_runtime_options(CLI::App* command) {
   auto options = std::make_shared<RuntimeOptions>();
   command->add_option("--threads", options->threads, "CPU threads for LibTorch and OpenBLAS (0 = all cores)")

@@ -23,6 +23,10 @@ struct CommandSpec {
 bool register_command(CommandSpec spec);
 void install_commands(CLI::App& root);
 
+// A command group shared by several files (e.g. "bench", "dataset",
+// "checkpoint"): returns the existing subcommand or creates it.
+CLI::App* command_group(CLI::App& root, const std::string& name, const std::string& description);
+
 // --threads and --device, which every subcommand takes. Call apply_runtime()
 // (expnet/system.h) with the result at the start of the command's callback.
 std::shared_ptr<RuntimeOptions> add_runtime_options(CLI::App* command);
