@@ -64,7 +64,7 @@ void install_query(CLI::App* group) {
     const IndexPage page = index.query(*query);
     if (*json) {
       for (const auto& image : page.images)
-        std::cout << nlohmann::json({{"cocoid", image.cocoid}, {"filepath", image.filepath}, {"filename", image.filename},
+        std::cout << nlohmann::ordered_json({{"cocoid", image.cocoid}, {"filepath", image.filepath}, {"filename", image.filename},
                                      {"split", image.split}, {"captions", image.captions}})
                          .dump()
                   << "\n";

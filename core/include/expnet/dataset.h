@@ -6,9 +6,12 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <string>
 #include <vector>
+
+#include <opencv2/core/mat.hpp>
 
 #include "expnet/vocabulary.h"
 
@@ -50,6 +53,11 @@ struct Dataset {
   size_t caption_count() const;
   size_t image_count(Split split) const;
 };
+
+// Decodes (and may preprocess) one image file to an RGB cv::Mat; throws
+// std::runtime_error naming the file when it cannot. The app passes the images
+// module's load_image_rgb: the data code never decodes images itself.
+using ImageSource = std::function<cv::Mat(const std::string& path)>;
 
 struct DatasetLoadOptions {
   DatasetFormat format = DatasetFormat::Auto;

@@ -50,10 +50,6 @@ struct IndexPage {
   int64_t total = -1;  // matching images; -1 when not counted
 };
 
-// Decodes an image file to RGB (the images module's load_image_rgb in the
-// app); throws on unreadable files.
-using ImageSource = std::function<cv::Mat(const std::string& path)>;
-
 class DatasetIndex {
  public:
   // Opens an index built by build_dataset_index. Throws std::runtime_error

@@ -122,6 +122,13 @@ void fsync_file(const std::string& path) {
   }
 }
 
+// Absolute form of a path; "" stands for the current folder.
+std::string absolute(const std::string& path) {
+  std::error_code ec;
+  const fs::path result = fs::absolute(path.empty() ? fs::path(".") : fs::path(path), ec);
+  return ec ? path : result.lexically_normal().string();
+}
+
 void fill_index(sqlite3* db, const std::string& path, const Dataset& dataset, IndexBuildReport& report) {
   exec(db, path, "PRAGMA journal_mode=OFF; PRAGMA synchronous=OFF; PRAGMA cache_size=-200000;");
   exec(db, path, kSchema);
@@ -132,8 +139,8 @@ void fill_index(sqlite3* db, const std::string& path, const Dataset& dataset, In
     char created[32];
     std::strftime(created, sizeof created, "%Y-%m-%dT%H:%M:%SZ", std::gmtime(&now));
     for (const auto& [key, value] : std::vector<std::pair<std::string, std::string>>{
-             {"version", std::to_string(kDatasetIndexVersion)}, {"source", fs::absolute(dataset.source).string()},
-             {"format", format_name(dataset.format)}, {"image_root", fs::absolute(dataset.image_root).string()},
+             {"version", std::to_string(kDatasetIndexVersion)}, {"source", absolute(dataset.source)},
+             {"format", format_name(dataset.format)}, {"image_root", absolute(dataset.image_root)},
              {"created", created}})
       meta.bind(1, key).bind(2, value).run();
 

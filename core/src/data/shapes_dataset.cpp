@@ -23,6 +23,7 @@
 #include "expnet/atomic_file.h"
 #include "expnet/caption_text.h"
 #include "expnet/system.h"
+#include "data/seeded_random.h"
 
 namespace fs = std::filesystem;
 
@@ -31,40 +32,8 @@ namespace {
 
 constexpr int S = kShapesImageSize;
 
-// splitmix64: independent, well-mixed seeds per image and per purpose.
-uint64_t mix_seed(uint64_t seed, uint64_t index, uint64_t stream) {
-  uint64_t z = seed + 0x9E3779B97F4A7C15ULL * (index + 1) + 0xD1B54A32D192ED03ULL * stream;
-  z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ULL;
-  z = (z ^ (z >> 27)) * 0x94D049BB133111EBULL;
-  return z ^ (z >> 31);
-}
-
-// std::mt19937_64's output sequence is fixed by the standard; the distributions
-// below are ours (unbiased by rejection), so a seed means the same set everywhere.
-class Rng {
- public:
-  explicit Rng(uint64_t seed) : engine_(seed) {}
-  uint64_t next() { return engine_(); }
-  int below(size_t n) {
-    const uint64_t limit = UINT64_MAX - UINT64_MAX % n;
-    uint64_t x;
-    do x = engine_();
-    while (x >= limit);
-    return static_cast<int>(x % n);
-  }
-  int range(int lo, int hi) { return lo + below(static_cast<size_t>(hi - lo + 1)); }  // inclusive
-  bool chance(int percent) { return below(100) < percent; }
-  template <class T>
-  const T& pick(const std::vector<T>& items) { return items[static_cast<size_t>(below(items.size()))]; }
-  const char* pick(std::initializer_list<const char*> items) { return items.begin()[below(items.size())]; }
-  template <class T>
-  void shuffle(std::vector<T>& items) {
-    for (size_t i = items.size(); i > 1; --i) std::swap(items[i - 1], items[static_cast<size_t>(below(i))]);
-  }
-
- private:
-  std::mt19937_64 engine_;
-};
+using data::mix_seed;
+using data::Rng;
 
 struct Colour {
   const char* name;
@@ -118,7 +87,10 @@ class CaptionWriter {
     if (rng_.chance(size_percent)) phrase = size_word(s) + " " + phrase;
     return phrase;
   }
-  std::string np(const ShapeItem& s, int size_percent = 45) { return with_article(bare(s, size_percent)); }
+  // Shapes of the same kind are told apart by their size where it differs.
+  std::string np(const ShapeItem& s, int size_percent = 45) {
+    return with_article(bare(s, unique(s) ? size_percent : 100));
+  }
 
   std::string loc(const ShapeItem& s) {
     static const std::vector<std::vector<std::vector<const char*>>> phrases = {
@@ -162,8 +134,8 @@ using Structure = std::string (*)(CaptionWriter& w);
 // Two distinct random shapes of a scene with >= 2 shapes.
 std::pair<const ShapeItem*, const ShapeItem*> pick_pair(CaptionWriter& w) {
   const auto& shapes = w.scene_.shapes;
-  const int i = w.rng_.below(shapes.size());
-  int j = w.rng_.below(shapes.size() - 1);
+  const int i = static_cast<int>(w.rng_.below(shapes.size()));
+  int j = static_cast<int>(w.rng_.below(shapes.size() - 1));
   if (j >= i) ++j;
   return {&shapes[static_cast<size_t>(i)], &shapes[static_cast<size_t>(j)]};
 }
@@ -300,7 +272,7 @@ const std::vector<Structure>& structures() {
       [](CaptionWriter& w) -> std::string {  // extremes
         if (count(w) < 2) return "";
         const auto& shapes = w.scene_.shapes;
-        const int which = w.rng_.below(4);
+        const int which = static_cast<int>(w.rng_.below(4));
         const char* names[] = {"leftmost", "rightmost", "highest", "lowest"};
         for (const auto& s : shapes) {
           bool extreme = true;
@@ -421,7 +393,8 @@ void write_captions(ShapesScene& scene, Rng& rng) {
 
 bool fits(const ShapeItem& s, const std::vector<ShapeItem>& placed) {
   for (const auto& o : placed) {
-    const int dx = s.x - o.x, dy = s.y - o.y, gap = s.radius + o.radius + 6;
+    // Stars and triangles reach 1.2 radii from their centre: keep their tips apart too.
+    const int dx = s.x - o.x, dy = s.y - o.y, gap = (s.radius + o.radius) * 6 / 5 + 4;
     if (dx * dx + dy * dy < gap * gap || std::max(std::abs(dx), std::abs(dy)) < kClear + 2) return false;
   }
   return true;
@@ -474,7 +447,7 @@ ShapesScene make_shapes_scene(uint64_t seed, int64_t index) {
   Rng rng(mix_seed(seed, static_cast<uint64_t>(index), 1));
   ShapesScene scene;
   scene.background = rng.pick(kBackgrounds).name;
-  const int roll = rng.below(100);
+  const int roll = static_cast<int>(rng.below(100));
   const int wanted = roll < 30 ? 1 : roll < 75 ? 2 : 3;
   for (int k = 0; k < wanted; ++k) {
     ShapeItem s;
