@@ -194,16 +194,25 @@ bool jpeg_is_complete(const uint8_t* d, size_t n) {
 
 enum class PngEnd { Complete, MissingIend, Truncated };
 
+const uint8_t kPngIend[12] = {0, 0, 0, 0, 'I', 'E', 'N', 'D', 0xAE, 0x42, 0x60, 0x82};
+
 // Walks the chunks. Pillow accepts a PNG whose image data is whole but whose
-// final IEND chunk is missing; libpng (via OpenCV) does not. MissingIend lets
-// the caller append an IEND and let libpng judge the image data.
-PngEnd png_structure(const uint8_t* d, size_t n, std::string& detail) {
+// final IEND chunk is missing or cut; libpng (via OpenCV) does not. For
+// MissingIend, `data_end` is where the chunks stop: the caller appends a whole
+// IEND there and lets libpng judge whether the image data is complete.
+PngEnd png_structure(const uint8_t* d, size_t n, size_t& data_end, std::string& detail) {
   size_t pos = 8;
   bool saw_idat = false;
-  while (pos + 8 <= n) {
+  while (pos < n) {
+    const size_t left = n - pos;
+    if (saw_idat && left < sizeof kPngIend && std::memcmp(d + pos, kPngIend, left) == 0) break;  // cut IEND
+    if (left < 8) {
+      detail = "the PNG data ends inside a chunk header";
+      return PngEnd::Truncated;
+    }
     const uint64_t length = be32(d + pos);
     const std::string type(reinterpret_cast<const char*>(d + pos + 4), 4);
-    if (pos + 12 + length > n) {
+    if (12 + length > left) {
       detail = "the PNG data ends inside its " + type + " chunk";
       return PngEnd::Truncated;
     }
@@ -211,9 +220,12 @@ PngEnd png_structure(const uint8_t* d, size_t n, std::string& detail) {
     saw_idat = saw_idat || type == "IDAT";
     pos += 12 + length;
   }
-  if (pos == n && saw_idat) return PngEnd::MissingIend;
-  detail = saw_idat ? "the PNG data ends inside a chunk header" : "the PNG data ends before any image data";
-  return PngEnd::Truncated;
+  if (!saw_idat) {
+    detail = "the PNG data ends before any image data";
+    return PngEnd::Truncated;
+  }
+  data_end = pos;
+  return PngEnd::MissingIend;
 }
 
 std::string strip_newlines(std::string s) {
@@ -351,13 +363,13 @@ cv::Mat decode_image_rgb(const std::vector<uint8_t>& bytes, const std::string& n
     throw ImageError(name, "truncated", "the JPEG data ends before its end-of-image marker" + truncated_advice);
   if (format == Format::Png) {
     std::string detail;
-    switch (png_structure(d, n, detail)) {
+    size_t data_end = n;
+    switch (png_structure(d, n, data_end, detail)) {
       case PngEnd::Truncated: throw ImageError(name, "truncated", detail + truncated_advice);
       case PngEnd::MissingIend: {
-        static const uint8_t kIend[12] = {0, 0, 0, 0, 'I', 'E', 'N', 'D', 0xAE, 0x42, 0x60, 0x82};
-        with_iend.reserve(n + sizeof kIend);
-        with_iend.assign(bytes.begin(), bytes.end());
-        with_iend.insert(with_iend.end(), kIend, kIend + sizeof kIend);
+        with_iend.reserve(data_end + sizeof kPngIend);
+        with_iend.assign(bytes.begin(), bytes.begin() + static_cast<std::ptrdiff_t>(data_end));
+        with_iend.insert(with_iend.end(), kPngIend, kPngIend + sizeof kPngIend);
         to_decode = &with_iend;
         break;
       }
