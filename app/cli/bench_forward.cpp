@@ -26,6 +26,7 @@ struct Options {
   int repeats = 3;
   int warmup = 1;
   bool json = false;
+  bool skip_backbone = false;
 };
 
 double median(std::vector<double> values) {
@@ -67,7 +68,9 @@ void run(const RuntimeOptions& runtime, const Options& o) {
   std::vector<double> backbone_ms, encode_ms, decode_ms, incremental_ms;
   for (int i = 0; i < o.warmup + o.repeats; ++i) {
     torch::Tensor features, enc;
-    const double b = time_ms([&] { features = model->backbone(images); });
+    const double b = o.skip_backbone ? 0.0 : time_ms([&] { features = model->backbone(images); });
+    if (o.skip_backbone)  // random features in place of the backbone's
+      features = torch::randn({o.batch, config.feature_tokens(), config.final_swin_dim});
     const double e = time_ms([&] { enc = model->encode(features); });
     const double d = time_ms([&] { model->decode(enc, tokens, mask); });
     // The same positions one at a time with the caches (keys/values included).
@@ -121,6 +124,7 @@ const bool registered = register_command({"bench forward", 200, [](CLI::App& roo
   command->add_option("--tokens", o->tokens, "Decoder positions (teacher-forced)")->capture_default_str();
   command->add_option("--repeats", o->repeats, "Timed runs (the median is printed)")->capture_default_str();
   command->add_option("--warmup", o->warmup, "Untimed runs first")->capture_default_str();
+  command->add_flag("--skip-backbone", o->skip_backbone, "Feed random features to the encoder (backbone time 0)");
   command->add_flag("--json", o->json, "Print one compact JSON object");
   command->callback([runtime, o] { run(*runtime, *o); });
 }});
