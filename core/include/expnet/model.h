@@ -13,9 +13,6 @@
 #include <torch/nn/module.h>
 #include <torch/nn/modules/container/modulelist.h>
 #include <torch/nn/modules/conv.h>
-#include <torch/nn/modules/embedding.h>
-#include <torch/nn/modules/linear.h>
-#include <torch/nn/modules/normalization.h>
 #include <torch/nn/pimpl.h>
 
 #include <cstdint>
@@ -34,6 +31,41 @@ struct DropoutRates {
   double swin_drop = 0, swin_attn_drop = 0, swin_drop_path = 0;
 };
 
+// ---------------------------------------------------------------- basic layers
+
+// Linear, LayerNorm and Embedding with torch.nn's parameter names and maths.
+// Unlike LibTorch's, their weights are allocated but not initialised: the
+// model's reset_parameters() (the reference initialisation) or a checkpoint
+// load fills them, so building the 234M-parameter model for loading costs no
+// random-number time and touches no memory twice.
+class LinearImpl : public torch::nn::Module {
+ public:
+  LinearImpl(int64_t in_features, int64_t out_features, bool with_bias = true);
+  torch::Tensor forward(const torch::Tensor& x);
+  int64_t in_features, out_features;
+  torch::Tensor weight;  // out x in
+  torch::Tensor bias;    // out, or undefined
+};
+TORCH_MODULE(Linear);
+
+class LayerNormImpl : public torch::nn::Module {
+ public:
+  explicit LayerNormImpl(int64_t dim, double eps = 1e-5);  // weight 1, bias 0 (cheap: 1-D)
+  torch::Tensor forward(const torch::Tensor& x);
+  int64_t dim;
+  double eps;
+  torch::Tensor weight, bias;
+};
+TORCH_MODULE(LayerNorm);
+
+class EmbeddingImpl : public torch::nn::Module {
+ public:
+  EmbeddingImpl(int64_t count, int64_t dim);
+  torch::Tensor forward(const torch::Tensor& indices);
+  torch::Tensor weight;  // count x dim
+};
+TORCH_MODULE(Embedding);
+
 // ---------------------------------------------------------------- Swin backbone
 
 class SwinWindowAttentionImpl : public torch::nn::Module {
@@ -48,7 +80,7 @@ class SwinWindowAttentionImpl : public torch::nn::Module {
   double attn_drop = 0, proj_drop = 0;
   torch::Tensor relative_position_bias_table;  // (2w-1)^2 x heads
   torch::Tensor relative_position_index;       // buffer, w*w x w*w int64
-  torch::nn::Linear qkv{nullptr}, proj{nullptr};
+  Linear qkv{nullptr}, proj{nullptr};
 };
 TORCH_MODULE(SwinWindowAttention);
 
@@ -57,7 +89,7 @@ class SwinMlpImpl : public torch::nn::Module {
   SwinMlpImpl(int64_t dim, int64_t hidden);
   torch::Tensor forward(const torch::Tensor& x);
   double drop = 0;
-  torch::nn::Linear fc1{nullptr}, fc2{nullptr};
+  Linear fc1{nullptr}, fc2{nullptr};
 };
 TORCH_MODULE(SwinMlp);
 
@@ -70,7 +102,7 @@ class SwinBlockImpl : public torch::nn::Module {
   int64_t dim, resolution, window, shift;
   double drop_path = 0;
   torch::Tensor attn_mask;  // buffer when shift > 0: windows x w*w x w*w
-  torch::nn::LayerNorm norm1{nullptr}, norm2{nullptr};
+  LayerNorm norm1{nullptr}, norm2{nullptr};
   SwinWindowAttention attn{nullptr};
   SwinMlp mlp{nullptr};
 };
@@ -81,8 +113,8 @@ class SwinPatchMergingImpl : public torch::nn::Module {
   SwinPatchMergingImpl(int64_t resolution, int64_t dim);
   torch::Tensor forward(const torch::Tensor& x);  // B x R*R x C -> B x (R/2)^2 x 2C
   int64_t resolution;
-  torch::nn::Linear reduction{nullptr};
-  torch::nn::LayerNorm norm{nullptr};
+  Linear reduction{nullptr};
+  LayerNorm norm{nullptr};
 };
 TORCH_MODULE(SwinPatchMerging);
 
@@ -100,7 +132,7 @@ class SwinPatchEmbedImpl : public torch::nn::Module {
   explicit SwinPatchEmbedImpl(const ModelConfig& config);
   torch::Tensor forward(const torch::Tensor& images);  // B x C x S x S -> B x (S/p)^2 x embed
   torch::nn::Conv2d proj{nullptr};
-  torch::nn::LayerNorm norm{nullptr};  // absent without swin_patch_norm
+  LayerNorm norm{nullptr};  // absent without swin_patch_norm
 };
 TORCH_MODULE(SwinPatchEmbed);
 
@@ -115,7 +147,7 @@ class SwinTransformerImpl : public torch::nn::Module {
   torch::Tensor absolute_pos_embed;  // only with swin_ape
   SwinPatchEmbed patch_embed{nullptr};
   std::vector<SwinStage> layers;
-  torch::nn::LayerNorm norm{nullptr};
+  LayerNorm norm{nullptr};
 };
 TORCH_MODULE(SwinTransformer);
 
@@ -126,7 +158,7 @@ class FeedForwardImpl : public torch::nn::Module {
   FeedForwardImpl(int64_t d_model, int64_t d_ff);
   torch::Tensor forward(const torch::Tensor& x);
   double dropout = 0;
-  torch::nn::Linear linear_1{nullptr}, linear_2{nullptr};
+  Linear linear_1{nullptr}, linear_2{nullptr};
 };
 TORCH_MODULE(FeedForward);
 
@@ -138,8 +170,8 @@ class StaticExpansionImpl : public torch::nn::Module {
   int64_t d_model;
   std::vector<int64_t> groups;
   double dropout = 0;
-  torch::nn::Embedding query_exp_vectors{nullptr}, bias_exp_vectors{nullptr};
-  torch::nn::Linear key_embed{nullptr}, class_a_embed{nullptr}, class_b_embed{nullptr}, selector_embed{nullptr};
+  Embedding query_exp_vectors{nullptr}, bias_exp_vectors{nullptr};
+  Linear key_embed{nullptr}, class_a_embed{nullptr}, class_b_embed{nullptr}, selector_embed{nullptr};
 };
 TORCH_MODULE(StaticExpansion);
 
@@ -148,7 +180,7 @@ class EncoderLayerImpl : public torch::nn::Module {
   EncoderLayerImpl(int64_t d_model, int64_t d_ff, const std::vector<int64_t>& groups);
   torch::Tensor forward(const torch::Tensor& x);
   double dropout = 0;
-  torch::nn::LayerNorm norm_1{nullptr}, norm_2{nullptr};
+  LayerNorm norm_1{nullptr}, norm_2{nullptr};
   StaticExpansion stc_exp{nullptr};
   FeedForward ff{nullptr};
 };
@@ -162,9 +194,9 @@ class DynamicExpansionImpl : public torch::nn::Module {
   torch::Tensor forward(const torch::Tensor& x, const torch::Tensor& mask);
   int64_t d_model, num_exp;
   double dropout = 0;
-  torch::nn::Linear cond_embed{nullptr};
-  torch::nn::Embedding query_exp_vectors{nullptr}, bias_exp_vectors{nullptr};
-  torch::nn::Linear key_linear{nullptr}, class_a_embed{nullptr}, class_b_embed{nullptr}, selector_embed{nullptr};
+  Linear cond_embed{nullptr};
+  Embedding query_exp_vectors{nullptr}, bias_exp_vectors{nullptr};
+  Linear key_linear{nullptr}, class_a_embed{nullptr}, class_b_embed{nullptr}, selector_embed{nullptr};
 };
 TORCH_MODULE(DynamicExpansion);
 
@@ -181,7 +213,7 @@ class CrossAttentionImpl : public torch::nn::Module {
                        const torch::Tensor& mask);
   torch::Tensor split_heads(const torch::Tensor& x);  // B x N x d -> B x heads x N x d_k
   int64_t d_model, heads, d_k;
-  torch::nn::Linear Wq{nullptr}, Wk{nullptr}, Wv{nullptr}, out_linear{nullptr};
+  Linear Wq{nullptr}, Wk{nullptr}, Wv{nullptr}, out_linear{nullptr};
 };
 TORCH_MODULE(CrossAttention);
 
@@ -194,7 +226,7 @@ class DecoderLayerImpl : public torch::nn::Module {
   torch::Tensor cross_and_ff(torch::Tensor x, const torch::Tensor& cross_keys, const torch::Tensor& cross_values,
                              const torch::Tensor& cross_mask);
   double dropout = 0;
-  torch::nn::LayerNorm norm_1{nullptr}, norm_2{nullptr}, norm_3{nullptr};
+  LayerNorm norm_1{nullptr}, norm_2{nullptr}, norm_3{nullptr};
   CrossAttention mha{nullptr};
   DynamicExpansion dyn_exp{nullptr};
   FeedForward ff{nullptr};
@@ -207,7 +239,7 @@ class EmbeddingLayerImpl : public torch::nn::Module {
   torch::Tensor forward(const torch::Tensor& tokens);  // embed(tokens) * sqrt(d)
   int64_t d_model;
   double dropout = 0;
-  torch::nn::Embedding embed{nullptr};
+  Embedding embed{nullptr};
 };
 TORCH_MODULE(EmbeddingLayer);
 
@@ -215,8 +247,8 @@ TORCH_MODULE(EmbeddingLayer);
 
 class ExpansionNetImpl : public torch::nn::Module {
  public:
-  // reference_init=false keeps LibTorch's default initialisation (cheaper) for
-  // models whose weights are loaded right after.
+  // reference_init=false leaves the weights uninitialised (undefined values),
+  // for models whose weights are loaded right after: building is then fast.
   ExpansionNetImpl(const ModelConfig& config, int64_t vocab_size, bool reference_init = true);
 
   torch::Tensor backbone(const torch::Tensor& images);
@@ -232,9 +264,10 @@ class ExpansionNetImpl : public torch::nn::Module {
   // Token embedding * sqrt(d) + learned positions starting at `first_position`.
   torch::Tensor embed_tokens(const torch::Tensor& tokens, int64_t first_position = 0);
 
-  // The reference initialisation: Swin's (truncated normal 0.02 for Linear
-  // weights, zero biases, LayerNorm 1/0), then Xavier-uniform on every tensor
-  // with more than one dimension. Uses the global LibTorch generator.
+  // The reference initialisation: torch.nn's defaults, then Swin's (truncated
+  // normal 0.02 for Linear weights, zero biases, LayerNorm 1/0), then
+  // Xavier-uniform on every tensor with more than one dimension. Uses the
+  // global LibTorch generator (torch::manual_seed).
   void reset_parameters();
   void set_dropout(const DropoutRates& rates);
 
@@ -244,13 +277,13 @@ class ExpansionNetImpl : public torch::nn::Module {
   SwinTransformer swin_transf{nullptr};
   std::vector<EncoderLayer> encoders;
   std::vector<DecoderLayer> decoders;
-  torch::nn::Linear input_linear{nullptr}, vocab_linear{nullptr};
+  Linear input_linear{nullptr}, vocab_linear{nullptr};
   EmbeddingLayer out_embedder{nullptr};
-  torch::nn::Embedding pos_encoder{nullptr};
-  torch::nn::Linear enc_reduce_group{nullptr};
-  torch::nn::LayerNorm enc_reduce_norm{nullptr};
-  torch::nn::Linear dec_reduce_group{nullptr};
-  torch::nn::LayerNorm dec_reduce_norm{nullptr};
+  Embedding pos_encoder{nullptr};
+  Linear enc_reduce_group{nullptr};
+  LayerNorm enc_reduce_norm{nullptr};
+  Linear dec_reduce_group{nullptr};
+  LayerNorm dec_reduce_norm{nullptr};
 
  private:
   ModelConfig config_;

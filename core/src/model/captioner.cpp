@@ -15,10 +15,6 @@ namespace F = torch::nn::functional;
 // The normalisations of both expansion blocks add this to the row sum.
 constexpr double kExpansionEps = 1e-9;
 
-torch::nn::LayerNorm layer_norm(int64_t d) {
-  return torch::nn::LayerNorm(torch::nn::LayerNormOptions({d}).eps(1e-5));
-}
-
 torch::Tensor apply_dropout(const torch::Tensor& x, double p, bool training) {
   if (!training || p <= 0) return x;
   return F::dropout(x, F::DropoutFuncOptions().p(p).training(true));
@@ -34,11 +30,33 @@ std::string shape_text(const torch::Tensor& t) {
 
 }  // namespace
 
+// ---------------------------------------------------------------- basic layers
+
+LinearImpl::LinearImpl(int64_t in, int64_t out, bool with_bias) : in_features(in), out_features(out) {
+  weight = register_parameter("weight", torch::empty({out, in}));
+  if (with_bias) bias = register_parameter("bias", torch::empty({out}));
+}
+
+torch::Tensor LinearImpl::forward(const torch::Tensor& x) { return torch::linear(x, weight, bias); }
+
+LayerNormImpl::LayerNormImpl(int64_t dim_, double eps_) : dim(dim_), eps(eps_) {
+  weight = register_parameter("weight", torch::ones({dim}));
+  bias = register_parameter("bias", torch::zeros({dim}));
+}
+
+torch::Tensor LayerNormImpl::forward(const torch::Tensor& x) { return torch::layer_norm(x, {dim}, weight, bias, eps); }
+
+EmbeddingImpl::EmbeddingImpl(int64_t count, int64_t dim) {
+  weight = register_parameter("weight", torch::empty({count, dim}));
+}
+
+torch::Tensor EmbeddingImpl::forward(const torch::Tensor& indices) { return torch::embedding(weight, indices); }
+
 // ---------------------------------------------------------------- feed-forward
 
 FeedForwardImpl::FeedForwardImpl(int64_t d_model, int64_t d_ff) {
-  linear_1 = register_module("linear_1", torch::nn::Linear(d_model, d_ff));
-  linear_2 = register_module("linear_2", torch::nn::Linear(d_ff, d_model));
+  linear_1 = register_module("linear_1", Linear(d_model, d_ff));
+  linear_2 = register_module("linear_2", Linear(d_ff, d_model));
 }
 
 torch::Tensor FeedForwardImpl::forward(const torch::Tensor& x) {
@@ -51,12 +69,12 @@ StaticExpansionImpl::StaticExpansionImpl(int64_t d_model_, std::vector<int64_t> 
     : d_model(d_model_), groups(std::move(groups_)) {
   int64_t total = 0;
   for (const auto g : groups) total += g;
-  query_exp_vectors = register_module("query_exp_vectors", torch::nn::Embedding(total, d_model));
-  bias_exp_vectors = register_module("bias_exp_vectors", torch::nn::Embedding(total, d_model));
-  key_embed = register_module("key_embed", torch::nn::Linear(d_model, d_model));
-  class_a_embed = register_module("class_a_embed", torch::nn::Linear(d_model, d_model));
-  class_b_embed = register_module("class_b_embed", torch::nn::Linear(d_model, d_model));
-  selector_embed = register_module("selector_embed", torch::nn::Linear(d_model, d_model));
+  query_exp_vectors = register_module("query_exp_vectors", Embedding(total, d_model));
+  bias_exp_vectors = register_module("bias_exp_vectors", Embedding(total, d_model));
+  key_embed = register_module("key_embed", Linear(d_model, d_model));
+  class_a_embed = register_module("class_a_embed", Linear(d_model, d_model));
+  class_b_embed = register_module("class_b_embed", Linear(d_model, d_model));
+  selector_embed = register_module("selector_embed", Linear(d_model, d_model));
 }
 
 torch::Tensor StaticExpansionImpl::forward(const torch::Tensor& x) {
@@ -94,8 +112,8 @@ torch::Tensor StaticExpansionImpl::forward(const torch::Tensor& x) {
 }
 
 EncoderLayerImpl::EncoderLayerImpl(int64_t d_model, int64_t d_ff, const std::vector<int64_t>& groups) {
-  norm_1 = register_module("norm_1", layer_norm(d_model));
-  norm_2 = register_module("norm_2", layer_norm(d_model));
+  norm_1 = register_module("norm_1", LayerNorm(d_model));
+  norm_2 = register_module("norm_2", LayerNorm(d_model));
   stc_exp = register_module("stc_exp", StaticExpansion(d_model, groups));
   ff = register_module("ff", FeedForward(d_model, d_ff));
 }
@@ -109,13 +127,13 @@ torch::Tensor EncoderLayerImpl::forward(const torch::Tensor& x) {
 // ---------------------------------------------------------------- dynamic expansion
 
 DynamicExpansionImpl::DynamicExpansionImpl(int64_t d_model_, int64_t num_exp_) : d_model(d_model_), num_exp(num_exp_) {
-  cond_embed = register_module("cond_embed", torch::nn::Linear(d_model, d_model));
-  query_exp_vectors = register_module("query_exp_vectors", torch::nn::Embedding(num_exp, d_model));
-  bias_exp_vectors = register_module("bias_exp_vectors", torch::nn::Embedding(num_exp, d_model));
-  key_linear = register_module("key_linear", torch::nn::Linear(d_model, d_model));
-  class_a_embed = register_module("class_a_embed", torch::nn::Linear(d_model, d_model));
-  class_b_embed = register_module("class_b_embed", torch::nn::Linear(d_model, d_model));
-  selector_embed = register_module("selector_embed", torch::nn::Linear(d_model, d_model));
+  cond_embed = register_module("cond_embed", Linear(d_model, d_model));
+  query_exp_vectors = register_module("query_exp_vectors", Embedding(num_exp, d_model));
+  bias_exp_vectors = register_module("bias_exp_vectors", Embedding(num_exp, d_model));
+  key_linear = register_module("key_linear", Linear(d_model, d_model));
+  class_a_embed = register_module("class_a_embed", Linear(d_model, d_model));
+  class_b_embed = register_module("class_b_embed", Linear(d_model, d_model));
+  selector_embed = register_module("selector_embed", Linear(d_model, d_model));
 }
 
 torch::Tensor DynamicExpansionImpl::forward(const torch::Tensor& x, const torch::Tensor& mask) {
@@ -159,10 +177,10 @@ torch::Tensor DynamicExpansionImpl::forward(const torch::Tensor& x, const torch:
 CrossAttentionImpl::CrossAttentionImpl(int64_t d_model_, int64_t heads_)
     : d_model(d_model_), heads(heads_), d_k(d_model_ / heads_) {
   if (d_model % heads != 0) throw std::invalid_argument("cross-attention: d_model must be divisible by num_heads");
-  Wq = register_module("Wq", torch::nn::Linear(d_model, d_k * heads));
-  Wk = register_module("Wk", torch::nn::Linear(d_model, d_k * heads));
-  Wv = register_module("Wv", torch::nn::Linear(d_model, d_k * heads));
-  out_linear = register_module("out_linear", torch::nn::Linear(d_model, d_model));
+  Wq = register_module("Wq", Linear(d_model, d_k * heads));
+  Wk = register_module("Wk", Linear(d_model, d_k * heads));
+  Wv = register_module("Wv", Linear(d_model, d_k * heads));
+  out_linear = register_module("out_linear", Linear(d_model, d_model));
 }
 
 torch::Tensor CrossAttentionImpl::split_heads(const torch::Tensor& x) {
@@ -183,9 +201,9 @@ torch::Tensor CrossAttentionImpl::attend(const torch::Tensor& q, const torch::Te
 // ---------------------------------------------------------------- decoder layer
 
 DecoderLayerImpl::DecoderLayerImpl(int64_t d_model, int64_t heads, int64_t d_ff, int64_t num_exp) {
-  norm_1 = register_module("norm_1", layer_norm(d_model));
-  norm_2 = register_module("norm_2", layer_norm(d_model));
-  norm_3 = register_module("norm_3", layer_norm(d_model));
+  norm_1 = register_module("norm_1", LayerNorm(d_model));
+  norm_2 = register_module("norm_2", LayerNorm(d_model));
+  norm_3 = register_module("norm_3", LayerNorm(d_model));
   mha = register_module("mha", CrossAttention(d_model, heads));
   dyn_exp = register_module("dyn_exp", DynamicExpansion(d_model, num_exp));
   ff = register_module("ff", FeedForward(d_model, d_ff));
@@ -206,7 +224,7 @@ torch::Tensor DecoderLayerImpl::cross_and_ff(torch::Tensor x, const torch::Tenso
 }
 
 EmbeddingLayerImpl::EmbeddingLayerImpl(int64_t vocab_size, int64_t d_model_) : d_model(d_model_) {
-  embed = register_module("embed", torch::nn::Embedding(vocab_size, d_model));
+  embed = register_module("embed", Embedding(vocab_size, d_model));
 }
 
 torch::Tensor EmbeddingLayerImpl::forward(const torch::Tensor& tokens) {
@@ -234,14 +252,14 @@ ExpansionNetImpl::ExpansionNetImpl(const ModelConfig& config, int64_t vocab_size
     dec_list->push_back(layer);
     decoders.push_back(layer);
   }
-  input_linear = register_module("input_linear", torch::nn::Linear(config_.final_swin_dim, d));
-  vocab_linear = register_module("vocab_linear", torch::nn::Linear(d, vocab_size));
+  input_linear = register_module("input_linear", Linear(config_.final_swin_dim, d));
+  vocab_linear = register_module("vocab_linear", Linear(d, vocab_size));
   out_embedder = register_module("out_embedder", EmbeddingLayer(vocab_size, d));
-  pos_encoder = register_module("pos_encoder", torch::nn::Embedding(config_.max_seq_len, d));
-  enc_reduce_group = register_module("enc_reduce_group", torch::nn::Linear(d * config_.N_enc, d));
-  enc_reduce_norm = register_module("enc_reduce_norm", layer_norm(d));
-  dec_reduce_group = register_module("dec_reduce_group", torch::nn::Linear(d * config_.N_dec, d));
-  dec_reduce_norm = register_module("dec_reduce_norm", layer_norm(d));
+  pos_encoder = register_module("pos_encoder", Embedding(config_.max_seq_len, d));
+  enc_reduce_group = register_module("enc_reduce_group", Linear(d * config_.N_enc, d));
+  enc_reduce_norm = register_module("enc_reduce_norm", LayerNorm(d));
+  dec_reduce_group = register_module("dec_reduce_group", Linear(d * config_.N_dec, d));
+  dec_reduce_norm = register_module("dec_reduce_norm", LayerNorm(d));
   if (reference_init) reset_parameters();
 }
 
@@ -307,18 +325,26 @@ torch::Tensor ExpansionNetImpl::decode(const torch::Tensor& enc_out, const torch
 
 void ExpansionNetImpl::reset_parameters() {
   torch::NoGradGuard no_grad;
-  // Swin's own init sets Linear biases to 0 and LayerNorms to 1/0; its
-  // truncated-normal weights are then overwritten by the captioner's
-  // Xavier-uniform pass over every tensor with more than one dimension
-  // (Swin included), so only that pass is reproduced for weights.
+  // 1. torch.nn defaults where nothing later overwrites them: Linear biases
+  //    U(+-1/sqrt(fan_in)) (LayerNorms are built as 1/0, Conv2d is LibTorch's).
+  for (const auto& module : modules(/*include_self=*/false))
+    if (auto* linear = module->as<LinearImpl>())
+      if (linear->bias.defined()) {
+        const double bound = 1.0 / std::sqrt(static_cast<double>(linear->in_features));
+        linear->bias.uniform_(-bound, bound);
+      }
+  // 2. Swin's own init: Linear biases 0, LayerNorms 1/0. Its truncated-normal
+  //    weights are overwritten by step 3, so they are not drawn.
   for (const auto& module : swin_transf->modules(/*include_self=*/false)) {
-    if (auto* linear = module->as<torch::nn::Linear>()) {
+    if (auto* linear = module->as<LinearImpl>()) {
       if (linear->bias.defined()) linear->bias.zero_();
-    } else if (auto* norm = module->as<torch::nn::LayerNorm>()) {
+    } else if (auto* norm = module->as<LayerNormImpl>()) {
       norm->weight.fill_(1.0);
       norm->bias.zero_();
     }
   }
+  // 3. The captioner's Xavier-uniform pass over every tensor with more than
+  //    one dimension, the backbone's included (as the reference does).
   for (auto& p : parameters())
     if (p.dim() > 1) torch::nn::init::xavier_uniform_(p);
 }

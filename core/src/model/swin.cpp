@@ -66,8 +66,8 @@ SwinWindowAttentionImpl::SwinWindowAttentionImpl(int64_t dim_, int64_t window_, 
   relative_position_bias_table =
       register_parameter("relative_position_bias_table", torch::zeros({(2 * window - 1) * (2 * window - 1), heads}));
   relative_position_index = register_buffer("relative_position_index", make_relative_position_index(window));
-  qkv = register_module("qkv", torch::nn::Linear(torch::nn::LinearOptions(dim, dim * 3).bias(qkv_bias)));
-  proj = register_module("proj", torch::nn::Linear(dim, dim));
+  qkv = register_module("qkv", Linear(dim, dim * 3, qkv_bias));
+  proj = register_module("proj", Linear(dim, dim));
 }
 
 torch::Tensor SwinWindowAttentionImpl::relative_position_bias() {
@@ -99,8 +99,8 @@ torch::Tensor SwinWindowAttentionImpl::forward(const torch::Tensor& x, const tor
 // ---------------------------------------------------------------- block
 
 SwinMlpImpl::SwinMlpImpl(int64_t dim, int64_t hidden) {
-  fc1 = register_module("fc1", torch::nn::Linear(dim, hidden));
-  fc2 = register_module("fc2", torch::nn::Linear(hidden, dim));
+  fc1 = register_module("fc1", Linear(dim, hidden));
+  fc2 = register_module("fc2", Linear(hidden, dim));
 }
 
 torch::Tensor SwinMlpImpl::forward(const torch::Tensor& x) {
@@ -117,9 +117,9 @@ SwinBlockImpl::SwinBlockImpl(int64_t dim_, int64_t resolution_, int64_t heads, i
     window = resolution;
   }
   if (shift < 0 || shift >= window) throw std::invalid_argument("Swin block: shift must lie in [0, window)");
-  norm1 = register_module("norm1", torch::nn::LayerNorm(torch::nn::LayerNormOptions({dim}).eps(1e-5)));
+  norm1 = register_module("norm1", LayerNorm(dim));
   attn = register_module("attn", SwinWindowAttention(dim, window, heads, qkv_bias));
-  norm2 = register_module("norm2", torch::nn::LayerNorm(torch::nn::LayerNormOptions({dim}).eps(1e-5)));
+  norm2 = register_module("norm2", LayerNorm(dim));
   mlp = register_module("mlp", SwinMlp(dim, static_cast<int64_t>(dim * mlp_ratio)));
   if (shift > 0) attn_mask = register_buffer("attn_mask", make_shift_attention_mask(resolution, window, shift));
 }
@@ -144,8 +144,8 @@ torch::Tensor SwinBlockImpl::forward(const torch::Tensor& x) {
 // ---------------------------------------------------------------- stage
 
 SwinPatchMergingImpl::SwinPatchMergingImpl(int64_t resolution_, int64_t dim) : resolution(resolution_) {
-  reduction = register_module("reduction", torch::nn::Linear(torch::nn::LinearOptions(4 * dim, 2 * dim).bias(false)));
-  norm = register_module("norm", torch::nn::LayerNorm(torch::nn::LayerNormOptions({4 * dim}).eps(1e-5)));
+  reduction = register_module("reduction", Linear(4 * dim, 2 * dim, false));
+  norm = register_module("norm", LayerNorm(4 * dim));
 }
 
 torch::Tensor SwinPatchMergingImpl::forward(const torch::Tensor& x) {
@@ -187,7 +187,7 @@ SwinPatchEmbedImpl::SwinPatchEmbedImpl(const ModelConfig& config) {
                                                        .stride(config.swin_patch_size)));
   if (config.swin_patch_norm)
     norm = register_module("norm",
-                           torch::nn::LayerNorm(torch::nn::LayerNormOptions({config.swin_embed_dim}).eps(1e-5)));
+                           LayerNorm(config.swin_embed_dim));
 }
 
 torch::Tensor SwinPatchEmbedImpl::forward(const torch::Tensor& images) {
@@ -209,7 +209,7 @@ SwinTransformerImpl::SwinTransformerImpl(const ModelConfig& config_) : config(co
     layers.push_back(stage);
   }
   norm = register_module(
-      "norm", torch::nn::LayerNorm(torch::nn::LayerNormOptions({config.stage_dim(config.num_stages() - 1)}).eps(1e-5)));
+      "norm", LayerNorm(config.stage_dim(config.num_stages() - 1)));
 }
 
 torch::Tensor SwinTransformerImpl::forward(const torch::Tensor& images) {
