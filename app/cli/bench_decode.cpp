@@ -1,0 +1,219 @@
+// expnet bench decode / bench caption: decoding speed of the full-recompute
+// path (what the reference does) against the incremental path, batch 1 and 8,
+// and the end-to-end caption time, at the official configuration with random
+// (seeded) weights. Prints medians; --json for one object.
+#include <nlohmann/json.hpp>
+#include <spdlog/spdlog.h>
+#include <torch/torch.h>
+
+#include <algorithm>
+#include <chrono>
+#include <fstream>
+#include <iostream>
+#include <opencv2/core.hpp>
+
+#include "command.h"
+#include "decode_options_cli.h"
+#include "expnet/captioner.h"
+#include "expnet/model.h"
+#include "expnet/vocabulary_file.h"
+
+namespace expnet::cli {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+double median(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  return v.empty() ? 0 : v[v.size() / 2];
+}
+
+double peak_rss_mb() {
+  std::ifstream status("/proc/self/status");
+  std::string line;
+  while (std::getline(status, line))
+    if (line.rfind("VmHWM:", 0) == 0) return std::stod(line.substr(6)) / 1024.0;
+  return 0;
+}
+
+struct BenchArgs {
+  std::string model = "official";
+  std::string vocab;  // default: a synthetic 10,000-word vocabulary
+  int steps = 20, beam = 5, repeats = 3;
+  std::vector<int> batches{1, 8};
+  uint64_t seed = 1234;
+  bool json = false;
+};
+
+Vocabulary bench_vocabulary(const BenchArgs& args) {
+  if (!args.vocab.empty()) return load_vocabulary(args.vocab);
+  std::vector<std::string> words{"PAD", "SOS", "EOS", "UNK"};
+  for (int i = static_cast<int>(words.size()); i < 10000; ++i) words.push_back("w" + std::to_string(i));
+  return Vocabulary(words);
+}
+
+// Exactly `steps` words: EOS is blocked until the length limit ends the search.
+DecodingOptions forced_options(const BenchArgs& args, int steps) {
+  DecodingOptions o;
+  o.beam_size = args.beam;
+  o.max_length = steps + 1;
+  o.min_length = steps;
+  return o;
+}
+
+std::unique_ptr<Captioner> make_captioner(const BenchArgs& args, const RuntimeOptions& runtime) {
+  apply_runtime(runtime);
+  spdlog::info("building a random '{}' model (seed {})", args.model, args.seed);
+  auto captioner = Captioner::create_random(resolve_model_config(args.model), bench_vocabulary(args), runtime.device, args.seed);
+  spdlog::info("built in {:.0f} ms", captioner->load_ms());
+  return captioner;
+}
+
+at::Tensor random_images(const Captioner& captioner, int64_t batch, uint64_t seed) {
+  torch::manual_seed(seed);
+  const int64_t size = captioner.config().swin_img_size;
+  return torch::randn({batch, 3, size, size});
+}
+
+struct PathTiming {
+  double ms = 0, ms_per_step = 0;
+  int steps = 0;
+};
+
+PathTiming time_decode(Captioner& captioner, const at::Tensor& encoded, DecoderKind kind, const BenchArgs& args) {
+  const auto options = captioner.complete(forced_options(args, args.steps));
+  const auto special = captioner.special_tokens(false);
+  std::vector<double> times;
+  int steps = 0;
+  for (int r = 0; r < args.repeats; ++r) {
+    const auto start = Clock::now();
+    auto decoder = captioner.make_decoder(encoded, kind);
+    auto results = decode(*decoder, encoded.size(0), special, options);
+    times.push_back(std::chrono::duration<double, std::milli>(Clock::now() - start).count());
+    steps = results.front().steps;
+  }
+  PathTiming t;
+  t.ms = median(times);
+  t.steps = steps;
+  t.ms_per_step = t.ms / std::max(1, steps);
+  return t;
+}
+
+void run_decode(const RuntimeOptions& runtime, const BenchArgs& args) {
+  auto captioner = make_captioner(args, runtime);
+  nlohmann::json out = {{"model", args.model}, {"beam", args.beam}, {"words", args.steps}, {"repeats", args.repeats},
+                        {"threads", torch_threads()}, {"device", runtime.device}};
+  nlohmann::json rows = nlohmann::json::array();
+  double incremental_batch1 = 0;
+  for (int batch : args.batches) {
+    auto encoded = captioner->encode(random_images(*captioner, batch, args.seed));
+    for (DecoderKind kind : {DecoderKind::Full, DecoderKind::Incremental}) {
+      const auto t = time_decode(*captioner, encoded, kind, args);
+      const char* name = kind == DecoderKind::Full ? "full" : "incremental";
+      spdlog::info("batch {} {}: {:.1f} ms ({:.2f} ms/step, {} steps)", batch, name, t.ms, t.ms_per_step, t.steps);
+      rows.push_back({{"batch", batch}, {"path", name}, {"ms", t.ms}, {"ms_per_step", t.ms_per_step},
+                      {"ms_per_image", t.ms / batch}, {"steps", t.steps}});
+      if (batch == 1 && kind == DecoderKind::Incremental) incremental_batch1 = t.ms;
+    }
+  }
+  out["runs"] = rows;
+  for (const auto& row : rows) {
+    if (row["path"] == "incremental") {
+      for (const auto& other : rows)
+        if (other["path"] == "full" && other["batch"] == row["batch"])
+          out["speedup_incremental_vs_full_batch" + std::to_string(row["batch"].get<int>())] =
+              other["ms"].get<double>() / row["ms"].get<double>();
+      if (row["batch"].get<int>() > 1 && incremental_batch1 > 0)
+        out["throughput_gain_batch" + std::to_string(row["batch"].get<int>())] =
+            incremental_batch1 / row["ms_per_image"].get<double>();
+    }
+  }
+  out["peak_rss_mb"] = peak_rss_mb();
+  if (args.json) {
+    std::cout << out.dump() << std::endl;
+    return;
+  }
+  std::cout << "decode, " << args.model << " random weights, beam " << args.beam << ", " << args.steps
+            << " words forced, threads " << torch_threads() << ", median of " << args.repeats << "\n";
+  for (const auto& row : rows)
+    std::cout << "  batch " << row["batch"] << " " << row["path"].get<std::string>() << ": " << row["ms"].get<double>()
+              << " ms (" << row["ms_per_step"].get<double>() << " ms/step, " << row["ms_per_image"].get<double>()
+              << " ms/image)\n";
+  for (auto it = out.begin(); it != out.end(); ++it)
+    if (it.key().rfind("speedup", 0) == 0 || it.key().rfind("throughput", 0) == 0)
+      std::cout << "  " << it.key() << ": " << it.value().get<double>() << "x\n";
+  std::cout << "  peak RSS: " << out["peak_rss_mb"].get<double>() << " MB\n";
+}
+
+void run_caption(const RuntimeOptions& runtime, const BenchArgs& args) {
+  auto captioner = make_captioner(args, runtime);
+  // A noisy 640x480 photo-sized image: preprocessing does a real resize.
+  cv::Mat image(480, 640, CV_8UC3);
+  cv::randu(image, cv::Scalar::all(0), cv::Scalar::all(255));
+  DecodingOptions options;
+  options.beam_size = args.beam;
+  options.max_length = args.steps + 1;
+  options = captioner->complete(options);
+  const auto special = captioner->special_tokens(false);
+  std::vector<double> pre, enc, dec, total;
+  for (int r = 0; r < args.repeats; ++r) {
+    torch::NoGradGuard no_grad;
+    auto t0 = Clock::now();
+    auto input = captioner->preprocess(image);
+    auto t1 = Clock::now();
+    auto encoded = captioner->encode(input);
+    auto decoder = captioner->make_decoder(encoded, DecoderKind::Incremental);
+    auto t2 = Clock::now();
+    decode(*decoder, 1, special, options);
+    auto t3 = Clock::now();
+    auto ms = [](auto a, auto b) { return std::chrono::duration<double, std::milli>(b - a).count(); };
+    pre.push_back(ms(t0, t1));
+    enc.push_back(ms(t1, t2));
+    dec.push_back(ms(t2, t3));
+    total.push_back(ms(t0, t3));
+  }
+  nlohmann::json out = {{"model", args.model},       {"beam", args.beam},          {"max_len", args.steps + 1},
+                        {"threads", torch_threads()}, {"preprocess_ms", median(pre)}, {"encode_ms", median(enc)},
+                        {"decode_ms", median(dec)},   {"total_ms", median(total)},  {"peak_rss_mb", peak_rss_mb()}};
+  if (args.json) {
+    std::cout << out.dump() << std::endl;
+    return;
+  }
+  std::cout << "caption, " << args.model << " random weights, beam " << args.beam << ", max-len " << args.steps + 1
+            << ", threads " << torch_threads() << ", median of " << args.repeats << "\n"
+            << "  preprocess " << median(pre) << " ms, encode " << median(enc) << " ms, decode " << median(dec)
+            << " ms, total " << median(total) << " ms; peak RSS " << out["peak_rss_mb"].get<double>() << " MB\n";
+}
+
+void add_common(CLI::App* command, BenchArgs& args) {
+  command->add_option("--model", args.model, "Model preset or config JSON (random weights)");
+  command->add_option("--vocab", args.vocab, "Vocabulary file (default: 10,000 synthetic words)");
+  command->add_option("--beam", args.beam, "Beam size")->check(CLI::PositiveNumber);
+  command->add_option("--repeats", args.repeats, "Runs per figure (median)")->check(CLI::PositiveNumber);
+  command->add_option("--seed", args.seed, "Weight and input seed");
+  command->add_flag("--json", args.json, "One compact JSON object");
+}
+
+const bool registered = register_command({"bench-decode", 90, [](CLI::App& root) {
+  auto* bench = command_group(root, "bench", "Benchmarks that print measured figures (medians)");
+  {
+    auto* command = bench->add_subcommand("decode", "Full-recompute vs incremental decoding, batch 1 and 8");
+    auto runtime = add_runtime_options(command);
+    auto args = std::make_shared<BenchArgs>();
+    add_common(command, *args);
+    command->add_option("--words", args->steps, "Words forced per caption")->check(CLI::PositiveNumber);
+    command->add_option("--batches", args->batches, "Batch sizes")->check(CLI::PositiveNumber);
+    command->callback([runtime, args] { run_decode(*runtime, *args); });
+  }
+  {
+    auto* command = bench->add_subcommand("caption", "End-to-end caption time of one image (preprocess, encode, decode)");
+    auto runtime = add_runtime_options(command);
+    auto args = std::make_shared<BenchArgs>();
+    add_common(command, *args);
+    command->add_option("--words", args->steps, "Max words (max-len = words + 1)")->check(CLI::PositiveNumber);
+    command->callback([runtime, args] { run_caption(*runtime, *args); });
+  }
+}});
+
+}  // namespace
+}  // namespace expnet::cli

@@ -1,0 +1,103 @@
+// expnet caption: caption images and folders with a model.
+#include <nlohmann/json.hpp>
+#include <spdlog/spdlog.h>
+#include <unistd.h>
+
+#include <iostream>
+
+#include "command.h"
+#include "decode_options_cli.h"
+#include "expnet/captioner.h"
+#include "expnet/image_inputs.h"
+
+namespace expnet::cli {
+namespace {
+
+struct CaptionArgs {
+  ModelArgs model;
+  DecodeArgs decode;
+  std::vector<std::string> inputs;
+  int batch = 1;
+  bool no_exif = false;
+  bool json = false;
+  std::string decoder = "incremental";
+};
+
+nlohmann::json to_json(const CaptionedImage& item, bool with_logprobs) {
+  if (!item.error.empty()) return {{"image", item.image}, {"error", item.error}};
+  nlohmann::json captions = nlohmann::json::array();
+  for (size_t i = 0; i < item.captions.size(); ++i) {
+    const auto& h = item.captions[i];
+    nlohmann::json c = {{"text", item.texts[i]}, {"tokens", h.tokens}, {"sum_logprob", h.sum_logprob}, {"score", h.score}};
+    if (with_logprobs) c["token_logprobs"] = h.token_logprobs;
+    captions.push_back(std::move(c));
+  }
+  return {{"image", item.image},
+          {"captions", captions},
+          {"ms", {{"load", item.ms.load}, {"preprocess", item.ms.preprocess}, {"encode", item.ms.encode}, {"decode", item.ms.decode}}}};
+}
+
+void run(const RuntimeOptions& runtime, const CaptionArgs& args) {
+  apply_runtime(runtime);
+  const auto inputs = expand_image_inputs(args.inputs);
+  auto captioner = load_captioner(args.model, runtime);
+  const DecodingOptions options = args.decode.options();
+  ImageLoadOptions image_options;
+  image_options.apply_exif = !args.no_exif;
+  const DecoderKind kind = args.decoder == "full" ? DecoderKind::Full : DecoderKind::Incremental;
+  const bool progress = isatty(STDERR_FILENO) != 0;
+  size_t done = 0, failed = 0;
+  auto emit = [&](const CaptionedImage& item) {
+    if (!item.error.empty()) {
+      ++failed;
+      std::cerr << "error: " << item.image << ": " << item.error << "\n";
+    }
+    if (args.json) {
+      std::cout << to_json(item, args.decode.token_logprobs).dump() << std::endl;
+    } else if (item.error.empty()) {
+      std::cout << item.image << "\t" << item.texts.front() << std::endl;
+      for (size_t i = 1; i < item.texts.size(); ++i) std::cout << "\t" << item.texts[i] << std::endl;
+    }
+  };
+  for (size_t first = 0; first < inputs.size(); first += static_cast<size_t>(args.batch)) {
+    std::vector<std::string> paths, displays;
+    for (size_t i = first; i < std::min(inputs.size(), first + static_cast<size_t>(args.batch)); ++i) {
+      if (!inputs[i].error.empty()) {
+        emit({inputs[i].display, inputs[i].error, {}, {}, {}});
+        continue;
+      }
+      paths.push_back(inputs[i].path);
+      displays.push_back(inputs[i].display);
+    }
+    auto results = captioner->caption_files(paths, options, image_options, args.batch, kind);
+    for (size_t k = 0; k < results.size(); ++k) {
+      results[k].image = displays[k];
+      emit(results[k]);
+    }
+    done = std::min(inputs.size(), first + static_cast<size_t>(args.batch));
+    if (progress) std::cerr << "\r[" << done << "/" << inputs.size() << "] captioned" << std::flush;
+  }
+  if (progress) std::cerr << "\n";
+  if (failed > 0) {
+    std::cerr << failed << " of " << inputs.size() << " images could not be captioned (see the errors above)\n";
+    set_exit_code(1);
+  }
+}
+
+const bool registered = register_command({"caption", 20, [](CLI::App& root) {
+  auto* command = root.add_subcommand("caption", "Caption images and folders of images");
+  auto runtime = add_runtime_options(command);
+  auto args = std::make_shared<CaptionArgs>();
+  add_model_options(command, args->model);
+  add_decode_options(command, args->decode);
+  command->add_option("images", args->inputs, "Image files or folders (walked recursively)")->required();
+  command->add_option("--batch", args->batch, "Images decoded together")->check(CLI::PositiveNumber);
+  command->add_option("--decoder", args->decoder, "incremental (cached, fast) or full (recompute, as the reference)")
+      ->check(CLI::IsMember({"incremental", "full"}));
+  command->add_flag("--no-exif", args->no_exif, "Ignore EXIF orientation (as the reference does)");
+  command->add_flag("--json", args->json, "One compact JSON object per image on stdout");
+  command->callback([runtime, args] { run(*runtime, *args); });
+}});
+
+}  // namespace
+}  // namespace expnet::cli

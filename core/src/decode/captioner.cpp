@@ -1,0 +1,177 @@
+#include "expnet/captioner.h"
+
+#include <torch/torch.h>
+
+#include <chrono>
+#include <optional>
+#include <stdexcept>
+
+#include "decode/step_decoders.h"
+#include "expnet/checkpoint.h"
+#include "expnet/model.h"
+#include "expnet/preprocess.h"
+#include "expnet/system.h"
+#include "expnet/vocabulary_file.h"
+
+namespace expnet {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+double ms_since(Clock::time_point start) {
+  return std::chrono::duration<double, std::milli>(Clock::now() - start).count();
+}
+
+ModelConfig choose_config(const ModelSource& source, const std::optional<StoredMetadata>& stored) {
+  if (!source.model.empty()) return resolve_model_config(source.model);
+  if (stored && stored->config_json) return ModelConfig::from_json(*stored->config_json, source.checkpoint);
+  throw std::runtime_error(source.checkpoint.empty()
+                               ? std::string("no model given: pass --model PRESET|CONFIG.json")
+                               : "'" + source.checkpoint +
+                                     "' carries no model configuration (reference checkpoints do not): pass --model "
+                                     "PRESET|CONFIG.json (e.g. --model official for rf_model.pth)");
+}
+
+Vocabulary choose_vocabulary(const ModelSource& source, const std::optional<StoredMetadata>& stored) {
+  if (!source.vocab.empty()) return load_vocabulary(source.vocab);
+  if (stored && stored->vocabulary_json) return Vocabulary::from_json(*stored->vocabulary_json, source.checkpoint);
+  throw std::runtime_error(source.checkpoint.empty()
+                               ? std::string("no vocabulary given: pass --vocab VOCAB.pickle|VOCAB.json")
+                               : "'" + source.checkpoint +
+                                     "' carries no vocabulary (reference checkpoints do not): pass --vocab "
+                                     "demo_coco_tokens.pickle or a vocabulary JSON");
+}
+
+}  // namespace
+
+struct Captioner::State {
+  ExpansionNet model{nullptr};
+  torch::Device device{torch::kCPU};
+};
+
+Captioner::~Captioner() = default;
+
+std::unique_ptr<Captioner> Captioner::load(const ModelSource& source) {
+  const auto start = Clock::now();
+  check_device(source.device);
+  std::optional<StoredMetadata> stored;
+  if (!source.checkpoint.empty()) {
+    PthFile file(source.checkpoint);
+    stored = read_metadata(file);
+  }
+  std::unique_ptr<Captioner> captioner(new Captioner());
+  captioner->config_ = choose_config(source, stored);
+  captioner->vocab_ = choose_vocabulary(source, stored);
+  captioner->device_ = source.device;
+  captioner->state_ = std::make_unique<State>();
+  auto& state = *captioner->state_;
+  state.device = torch::Device(source.device);
+  torch::NoGradGuard no_grad;
+  const bool random = source.checkpoint.empty();
+  if (random) torch::manual_seed(source.init_seed);
+  state.model = ExpansionNet(captioner->config_, captioner->vocab_.size(), /*reference_init=*/random);
+  if (!random) load_state_dict(*state.model, source.checkpoint);
+  state.model->eval();
+  state.model->to(state.device);
+  captioner->load_ms_ = ms_since(start);
+  return captioner;
+}
+
+std::unique_ptr<Captioner> Captioner::create_random(const ModelConfig& config, Vocabulary vocab,
+                                                   const std::string& device, uint64_t seed) {
+  const auto start = Clock::now();
+  check_device(device);
+  std::unique_ptr<Captioner> captioner(new Captioner());
+  captioner->config_ = config;
+  captioner->vocab_ = std::move(vocab);
+  captioner->device_ = device;
+  captioner->state_ = std::make_unique<State>();
+  captioner->state_->device = torch::Device(device);
+  torch::NoGradGuard no_grad;
+  torch::manual_seed(seed);
+  // LibTorch's default initialisation: random and seeded, much cheaper than
+  // the reference's Xavier pass over 234M parameters.
+  captioner->state_->model = ExpansionNet(config, captioner->vocab_.size(), /*reference_init=*/false);
+  captioner->state_->model->eval();
+  captioner->state_->model->to(captioner->state_->device);
+  captioner->load_ms_ = ms_since(start);
+  return captioner;
+}
+
+ExpansionNetImpl& Captioner::model() { return *state_->model; }
+
+SpecialTokens Captioner::special_tokens(bool with_bad_endings) const {
+  SpecialTokens special;
+  special.sos = vocab_.sos_id();
+  special.eos = vocab_.eos_id();
+  if (with_bad_endings)
+    for (const auto& word : bad_ending_words())
+      if (const int64_t id = vocab_.id(word); id >= 0) special.bad_endings.push_back(id);
+  return special;
+}
+
+at::Tensor Captioner::preprocess(const cv::Mat& rgb) const {
+  return image_to_model_input(rgb, static_cast<int>(config_.swin_img_size));
+}
+
+at::Tensor Captioner::encode(const at::Tensor& images) {
+  torch::NoGradGuard no_grad;
+  auto& model = *state_->model;
+  return model.encode(model.backbone(images.to(state_->device)));
+}
+
+std::unique_ptr<StepDecoder> Captioner::make_decoder(const at::Tensor& encoded, DecoderKind kind) {
+  if (kind == DecoderKind::Full) return make_full_decoder(*state_->model, encoded);
+  return make_incremental_decoder(state_->model, encoded);
+}
+
+DecodingOptions Captioner::complete(DecodingOptions options) const {
+  if (options.max_length <= 0) options.max_length = static_cast<int>(config_.max_seq_len);
+  if (options.max_length > config_.max_seq_len)
+    throw std::invalid_argument("max length " + std::to_string(options.max_length) + " exceeds the model's max_seq_len " +
+                                std::to_string(config_.max_seq_len));
+  return options;
+}
+
+std::vector<CaptionedImage> Captioner::caption_files(const std::vector<std::string>& paths,
+                                                     const DecodingOptions& requested,
+                                                     const ImageLoadOptions& image_options, int batch,
+                                                     DecoderKind kind) {
+  const DecodingOptions options = complete(requested);
+  const SpecialTokens special = special_tokens(options.block_bad_endings);
+  std::vector<CaptionedImage> out(paths.size());
+  torch::NoGradGuard no_grad;
+  for (size_t first = 0; first < paths.size(); first += static_cast<size_t>(std::max(1, batch))) {
+    const size_t last = std::min(paths.size(), first + static_cast<size_t>(std::max(1, batch)));
+    std::vector<size_t> good;
+    std::vector<at::Tensor> inputs;
+    auto start = Clock::now();
+    for (size_t i = first; i < last; ++i) {
+      out[i].image = paths[i];
+      try {
+        inputs.push_back(preprocess(load_image_rgb(paths[i], image_options)));
+        good.push_back(i);
+      } catch (const std::exception& e) {
+        out[i].error = e.what();
+      }
+    }
+    if (good.empty()) continue;
+    const double preprocess_ms = ms_since(start);
+    start = Clock::now();
+    auto encoded = encode(torch::cat(inputs, 0));
+    auto decoder = make_decoder(encoded, kind);
+    const double encode_ms = ms_since(start);
+    start = Clock::now();
+    auto results = decode(*decoder, static_cast<int64_t>(good.size()), special, options);
+    const double decode_ms = ms_since(start);
+    const double share = 1.0 / static_cast<double>(good.size());  // batch times split evenly per image
+    for (size_t k = 0; k < good.size(); ++k) {
+      auto& item = out[good[k]];
+      item.captions = std::move(results[k].hypotheses);
+      for (const auto& h : item.captions) item.texts.push_back(vocab_.decode_text(h.tokens));
+      item.ms = {load_ms_, preprocess_ms * share, encode_ms * share, decode_ms * share};
+    }
+  }
+  return out;
+}
+
+}  // namespace expnet
