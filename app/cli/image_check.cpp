@@ -1,0 +1,64 @@
+// expnet image check FILE...: can each file be read as an image? Prints one
+// result per file (ok with its size, or the error and its reason code) and
+// exits 1 when any file fails. The same reader as captioning and training.
+#include <nlohmann/json.hpp>
+
+#include <iostream>
+#include <string>
+#include <vector>
+
+#include "command.h"
+#include "expnet/image.h"
+
+namespace expnet::cli {
+namespace {
+
+struct CheckOptions {
+  std::vector<std::string> files;
+  bool json = false;
+  bool no_exif = false;
+  int64_t max_pixels = ImageLoadOptions{}.max_pixels;
+};
+
+void check_one(const std::string& file, const CheckOptions& options, const ImageLoadOptions& load) {
+  try {
+    const cv::Mat rgb = load_image_rgb(file, load);
+    if (options.json)
+      std::cout << nlohmann::json{{"image", file}, {"ok", true}, {"width", rgb.cols}, {"height", rgb.rows}}.dump()
+                << std::endl;
+    else
+      std::cout << "ok     " << file << " (" << rgb.cols << "x" << rgb.rows << " RGB)" << std::endl;
+  } catch (const ImageError& e) {
+    set_exit_code(1);
+    if (options.json)
+      std::cout << nlohmann::json{{"image", file}, {"ok", false}, {"reason", e.reason()}, {"error", e.what()}}.dump()
+                << std::endl;
+    else
+      std::cout << "error  " << e.what() << std::endl;
+  }
+}
+
+void run(const RuntimeOptions& runtime, const CheckOptions& options) {
+  apply_runtime(runtime);
+  ImageLoadOptions load;
+  load.apply_exif = !options.no_exif;
+  load.max_pixels = options.max_pixels;
+  for (const auto& file : options.files) check_one(file, options, load);
+}
+
+const bool registered = register_command({"image", 60, [](CLI::App& root) {
+  auto* group = command_group(root, "image", "Image files: check that they can be read");
+  auto* command = group->add_subcommand("check", "Decode each file as the captioner would; report ok or the error (exit 1 if any fails)");
+  auto runtime = add_runtime_options(command);
+  auto options = std::make_shared<CheckOptions>();
+  command->add_option("files", options->files, "Image files")->required();
+  command->add_flag("--json", options->json, "One compact JSON object per file: {image, ok, width, height} or {image, ok, reason, error}");
+  command->add_flag("--no-exif", options->no_exif, "Ignore the EXIF orientation (the reference code does)");
+  command->add_option("--max-pixels", options->max_pixels,
+                      "Refuse images with more pixels (decompression-bomb guard; <= 0 disables)")
+      ->capture_default_str();
+  command->callback([runtime, options] { run(*runtime, *options); });
+}});
+
+}  // namespace
+}  // namespace expnet::cli
