@@ -2,32 +2,19 @@
 #include <nlohmann/json.hpp>
 #include <spdlog/spdlog.h>
 
-#include <filesystem>
-#include <fstream>
 #include <iostream>
 
 #include "command.h"
 #include "expnet/checkpoint.h"
+#include "expnet/model_config.h"
 #include "expnet/vocabulary_file.h"
 
 namespace expnet::cli {
 namespace {
 
-// --model: a JSON file for now (presets are resolved by the model config once it lands).
-std::string read_model_config(const std::string& model) {
-  if (!std::filesystem::is_regular_file(model))
-    throw std::runtime_error("--model " + model + ": no such config file (give a model config JSON file)");
-  std::ifstream in(model, std::ios::binary);
-  const std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-  nlohmann::json doc;
-  try {
-    doc = nlohmann::json::parse(text);
-  } catch (const std::exception& e) {
-    throw std::runtime_error(model + ": not valid JSON (" + std::string(e.what()) + "); fix the model config");
-  }
-  if (!doc.is_object()) throw std::runtime_error(model + ": a model config must be a JSON object");
-  return doc.dump();
-}
+// --model: a preset name or a config JSON file, validated; stored under the
+// reference constructor's argument names.
+std::string read_model_config(const std::string& model) { return resolve_model_config(model).to_json(); }
 
 struct ExportArgs {
   std::string model, checkpoint, out, vocab;
@@ -114,7 +101,7 @@ const bool registered = register_command({"checkpoint", 40, [](CLI::App& root) {
   auto* exporter = group->add_subcommand("export", "Write our .pth layout (model_state_dict + config + vocabulary) from any checkpoint we can read");
   auto export_runtime = add_runtime_options(exporter);
   auto export_args = std::make_shared<ExportArgs>();
-  exporter->add_option("--model", export_args->model, "Model config JSON file")->required();
+  exporter->add_option("--model", export_args->model, "Model preset (official, tiny, small) or config JSON file")->required();
   exporter->add_option("--checkpoint", export_args->checkpoint, "Input checkpoint (.pth: reference, Swin or ours)")
       ->required()->check(CLI::ExistingFile);
   exporter->add_option("--out", export_args->out, "Output .pth")->required();

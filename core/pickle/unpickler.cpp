@@ -38,10 +38,13 @@ std::string allowed_list_text() {
   return out;
 }
 
-// Python 2 module names that protocol 2 pickles use for builtins.
+// Python 2 module names that protocols 0-2 use (Python's fix_imports), so
+// errors and the allow-list see the Python 3 names.
 std::string python3_module(const std::string& module) {
-  if (module == "__builtin__") return "builtins";
+  if (module == "__builtin__" || module == "exceptions") return "builtins";
   if (module == "copy_reg") return "copyreg";
+  if (module == "commands") return "subprocess";
+  if (module == "cPickle") return "pickle";
   return module;
 }
 

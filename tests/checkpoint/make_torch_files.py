@@ -5,7 +5,7 @@
 # The canonical tree is what test_checkpoint_python.cpp rebuilds from our reader.
 import collections
 import json
-import math
+import struct
 import sys
 
 import torch
@@ -21,7 +21,7 @@ def canonical(obj, tensors, index):
     if isinstance(obj, int):
         return {"int": str(obj)}
     if isinstance(obj, float):
-        return {"float": repr(obj) if not math.isnan(obj) else "nan"}
+        return {"float": struct.pack("<d", obj).hex()}
     if isinstance(obj, str):
         return {"str": obj}
     if isinstance(obj, bytes):
@@ -37,7 +37,8 @@ def canonical(obj, tensors, index):
     if isinstance(obj, list):
         return {"list": [canonical(x, tensors, index) for x in obj]}
     if isinstance(obj, (set, frozenset)):
-        return {"set": sorted(json.dumps(canonical(x, tensors, index), sort_keys=True) for x in obj)}
+        return {"set": sorted(json.dumps(canonical(x, tensors, index), sort_keys=True, separators=(",", ":"))
+                              for x in obj)}
     if isinstance(obj, dict):
         return {"dict": [[canonical(k, tensors, index), canonical(v, tensors, index)] for k, v in obj.items()],
                 "ordered": isinstance(obj, collections.OrderedDict)}

@@ -314,6 +314,39 @@ class TestPickleMachine : public QObject {
     QVERIFY(error_of(data).isEmpty());
   }
 
+  void torchDataPklAndMutations() {
+    // torch.save stores records uncompressed: data.pkl starts at the first
+    // PROTO after its name in the zip's local header (padding is 'Z's).
+    EXPNET_FIXTURE(path, "reference/tiny/checkpoint.pth");
+    const std::string zip = read_file(path);
+    const size_t name = zip.find("checkpoint/data.pkl");
+    QVERIFY(name != std::string::npos);
+    const size_t start = zip.find("\x80\x02", name);
+    size_t used = 0;
+    const Document doc = parse_prefix(std::string_view(zip).substr(start), "data.pkl", &used);
+    const Value* model = doc.root->find("model_state_dict");
+    QVERIFY(model && model->ordered_dict && model->state);
+    QCOMPARE(model->entries.size(), size_t(240));
+    QCOMPARE(doc.storages.size(), size_t(240));
+    const TensorInfo& first = model->entries[0].second->tensor;
+    QCOMPARE(first.sizes, (std::vector<int64_t>{24, 3, 4, 4}));
+    QCOMPARE(first.strides, (std::vector<int64_t>{48, 16, 4, 1}));
+    QCOMPARE(first.storage->numel, int64_t(1152));
+    // Mutations of a real torch program: tensor rebuilds with hostile sizes,
+    // offsets and storage numbers must be refused or stay in bounds.
+    const std::string program = zip.substr(start, used);
+    std::mt19937 rng(77);
+    for (int round = 0; round < 400; ++round) {
+      std::string data = program;
+      for (int i = 0; i < 1 + round % 4; ++i) data[rng() % data.size()] = static_cast<char>(rng());
+      try {
+        const Document d = parse(data, "mutated");
+        for (const auto& s : d.storages) QVERIFY(s->numel >= 0);
+      } catch (const PickleError&) {
+      }
+    }
+  }
+
   void randomAndMutatedInputNeverCrash() {
     EXPNET_FIXTURE(path, "reference/demo_coco_tokens.pickle");
     const std::string vocab = read_file(path).substr(0, 4000);

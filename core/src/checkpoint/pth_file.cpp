@@ -4,6 +4,7 @@
 #include <caffe2/serialize/inline_container.h>
 
 #include <cstring>
+#include <filesystem>
 #include <fstream>
 #include <map>
 #include <unordered_map>
@@ -20,6 +21,8 @@ std::runtime_error file_error(const std::string& path, const std::string& why) {
 }
 
 std::string read_prefix(const std::string& path, size_t n) {
+  std::error_code ec;
+  if (std::filesystem::is_directory(path, ec)) throw file_error(path, "is a folder, not a checkpoint file");
   std::ifstream in(path, std::ios::binary);
   if (!in) throw file_error(path, "cannot open the file (missing or no permission)");
   std::string out(n, '\0');
