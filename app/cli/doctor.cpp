@@ -4,6 +4,7 @@
 #include <iostream>
 
 #include "command.h"
+#include "expnet/paths.h"
 
 namespace expnet::cli {
 namespace {
@@ -19,7 +20,10 @@ void run(const RuntimeOptions& runtime, bool json) {
                           {"blas_library", report.blas_library},
                           {"cuda", report.cuda},
                           {"devices", report.devices},
-                          {"warnings", report.warnings}};
+                          {"warnings", report.warnings},
+                          {"data_dir", data_dir()},
+                          {"cache_dir", cache_dir()},
+                          {"config_dir", config_dir()}};
     std::cout << out.dump() << std::endl;
   } else {
     std::cout << "matmul 1024x1024 float32: " << report.gflops << " GFLOP/s (" << report.matmul_ms
@@ -30,7 +34,8 @@ void run(const RuntimeOptions& runtime, bool json) {
               << "CUDA: " << (report.cuda ? "available" : "not available") << "\n"
               << "devices:";
     for (const auto& d : report.devices) std::cout << " " << d;
-    std::cout << "\n";
+    std::cout << "\n"
+              << "data: " << data_dir() << "\ncache: " << cache_dir() << "\nconfig: " << config_dir() << "\n";
   }
   for (const auto& warning : report.warnings) std::cerr << "warning: " << warning << "\n";
 }

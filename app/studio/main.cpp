@@ -12,6 +12,7 @@
 #include "app/mainwindow.h"
 #include "app/screenshot.h"
 #include "app/studiocontext.h"
+#include "app/studiopage.h"
 #include "expnet/system.h"
 
 int main(int argc, char** argv) {
@@ -53,11 +54,17 @@ int main(int argc, char** argv) {
   context.setRuntime(QString::fromStdString(runtime.device), expnet::torch_threads());
   MainWindow window(&context);
   window.resize(1280, 800);
-  if (!window.showPage(parser.value(page))) {
+  if (!parser.isSet(screenshot)) window.restoreSettings();  // screenshots are reproducible: no user state
+  if ((parser.isSet(page) || parser.isSet(screenshot)) && !window.showPage(parser.value(page))) {
     std::fprintf(stderr, "error: unknown page '%s': use one of %s\n", qPrintable(parser.value(page)),
                  qPrintable(window.pageIds().join(QStringLiteral(", "))));
     return 1;
   }
+  // Pages that are not built yet cannot take these; say so rather than ignore them.
+  if (parser.isSet(open) && !window.page(QStringLiteral("caption"))->property("acceptsImages").toBool())
+    std::fprintf(stderr, "note: --open ignored: the Caption page is not available yet\n");
+  if (parser.isSet(run) && !window.page(QStringLiteral("training"))->property("acceptsRuns").toBool())
+    std::fprintf(stderr, "note: --run ignored: the Training page is not available yet\n");
   window.show();
 
   if (parser.isSet(screenshot)) {

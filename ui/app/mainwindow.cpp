@@ -1,6 +1,9 @@
 #include "app/mainwindow.h"
 
+#include <QCloseEvent>
+#include <QFrame>
 #include <QHBoxLayout>
+#include <QSettings>
 #include <QLabel>
 #include <QListWidget>
 #include <QStackedWidget>
@@ -32,6 +35,12 @@ MainWindow::MainWindow(StudioContext* context, QWidget* parent)
   layout->setSpacing(0);
   navigation_->setFixedWidth(180);
   navigation_->setObjectName(QStringLiteral("navigation"));
+  navigation_->setFrameShape(QFrame::NoFrame);
+  navigation_->setFocusPolicy(Qt::NoFocus);
+  navigation_->setStyleSheet(QStringLiteral(
+      "QListWidget#navigation { background: #2b3440; color: #e8edf2; font-size: 11pt; padding-top: 8px; outline: 0; }"
+      "QListWidget#navigation::item { padding: 9px 16px; border: none; color: #e8edf2; }"
+      "QListWidget#navigation::item:selected { background: #3d7ab8; color: white; }"));
   layout->addWidget(navigation_);
   layout->addWidget(stack_, 1);
   setCentralWidget(central);
@@ -97,6 +106,21 @@ bool MainWindow::showPage(const QString& id) {
 }
 
 StudioPage* MainWindow::currentPage() const { return pages_.value(stack_->currentIndex(), nullptr); }
+
+void MainWindow::restoreSettings() {
+  QSettings settings;
+  restoreGeometry(settings.value(QStringLiteral("window/geometry")).toByteArray());
+  restoreState(settings.value(QStringLiteral("window/state")).toByteArray());
+  showPage(settings.value(QStringLiteral("window/page"), QStringLiteral("caption")).toString());
+}
+
+void MainWindow::closeEvent(QCloseEvent* event) {
+  QSettings settings;
+  settings.setValue(QStringLiteral("window/geometry"), saveGeometry());
+  settings.setValue(QStringLiteral("window/state"), saveState());
+  if (auto* page = currentPage()) settings.setValue(QStringLiteral("window/page"), page->pageId());
+  QMainWindow::closeEvent(event);
+}
 
 void MainWindow::updateStatus() {
   deviceLabel_->setText(QStringLiteral("Device: %1 | Threads: %2").arg(context_->device()).arg(context_->threads()));

@@ -22,6 +22,11 @@ class MainWindow : public QMainWindow {
   bool showPage(const QString& id);
   StudioPage* currentPage() const;
   StudioPage* page(const QString& id) const;
+  // Window geometry and the last page, remembered across sessions (QSettings).
+  void restoreSettings();
+
+ protected:
+  void closeEvent(QCloseEvent* event) override;
 
  private:
   void addPage(StudioPage* page);

@@ -11,12 +11,12 @@ NotYetPage::NotYetPage(QString id, QString title, QString capability, QString tr
       tracking_(std::move(tracking)) {
   auto* layout = new QVBoxLayout(this);
   auto* heading = new QLabel(QStringLiteral("<h2>%1</h2>").arg(title_.toHtmlEscaped()));
-  auto* status = new QLabel(QStringLiteral("<b>Not yet available.</b>"));
+  auto* status = new QLabel(QStringLiteral("<b>Not yet available.</b> This page shows no content until its capability is built."));
   auto* text = new QLabel(capability_);
   text->setWordWrap(true);
   auto* where = new QLabel(tracking_);
   where->setWordWrap(true);
-  where->setStyleSheet(QStringLiteral("color: palette(mid);"));
+  where->setStyleSheet(QStringLiteral("color: #5a6470;"));
   for (auto* label : {heading, status, text, where}) {
     label->setTextInteractionFlags(Qt::TextSelectableByMouse);
     layout->addWidget(label);

@@ -1,0 +1,113 @@
+// expnet bench forward: median time of one full forward pass (backbone,
+// encoder, decoder over a fixed number of teacher-forced tokens) of a randomly
+// initialised model (seeded) on random input. This is the full-recompute
+// building block; decoding strategies have their own benchmarks.
+#include <nlohmann/json.hpp>
+#include <spdlog/spdlog.h>
+
+#include <algorithm>
+#include <chrono>
+#include <fstream>
+#include <iostream>
+
+#include "command.h"
+#include "expnet/model.h"
+
+namespace expnet::cli {
+namespace {
+
+struct Options {
+  std::string model = "official";
+  int64_t vocab_size = 10000;
+  int64_t batch = 1;
+  int64_t tokens = 20;
+  int repeats = 3;
+  int warmup = 1;
+  bool json = false;
+};
+
+double median(std::vector<double> values) {
+  std::sort(values.begin(), values.end());
+  const size_t n = values.size();
+  return n % 2 ? values[n / 2] : 0.5 * (values[n / 2 - 1] + values[n / 2]);
+}
+
+double peak_rss_mb() {
+  std::ifstream status("/proc/self/status");
+  std::string line;
+  while (std::getline(status, line))
+    if (line.rfind("VmHWM:", 0) == 0) return std::stod(line.substr(6)) / 1024.0;  // kB
+  return -1;
+}
+
+template <typename F>
+double time_ms(F&& f) {
+  const auto start = std::chrono::steady_clock::now();
+  f();
+  return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
+}
+
+void run(const RuntimeOptions& runtime, const Options& o) {
+  apply_runtime(runtime);
+  const ModelConfig config = resolve_model_config(o.model);
+  if (o.batch <= 0 || o.repeats <= 0 || o.warmup < 0 || o.vocab_size <= 0)
+    throw std::runtime_error("--batch, --repeats and --vocab-size must be positive, --warmup non-negative");
+  if (o.tokens <= 0 || o.tokens > config.max_seq_len)
+    throw std::runtime_error("--tokens must lie in 1.." + std::to_string(config.max_seq_len) + " (max_seq_len)");
+  torch::manual_seed(0);
+  ExpansionNet model(config, o.vocab_size, /*reference_init=*/false);
+  model->eval();
+  torch::NoGradGuard no_grad;
+  const auto images = torch::randn({o.batch, config.swin_in_chans, config.swin_img_size, config.swin_img_size});
+  const auto tokens = torch::randint(o.vocab_size, {o.batch, o.tokens}, torch::kLong);
+  const auto mask = causal_self_mask(tokens, -1);
+
+  std::vector<double> backbone_ms, encode_ms, decode_ms;
+  for (int i = 0; i < o.warmup + o.repeats; ++i) {
+    torch::Tensor features, enc;
+    const double b = time_ms([&] { features = model->backbone(images); });
+    const double e = time_ms([&] { enc = model->encode(features); });
+    const double d = time_ms([&] { model->decode(enc, tokens, mask); });
+    spdlog::info("run {}{}: backbone {:.1f} ms, encode {:.1f} ms, decode {:.1f} ms", i + 1,
+                 i < o.warmup ? " (warm-up)" : "", b, e, d);
+    if (i < o.warmup) continue;
+    backbone_ms.push_back(b);
+    encode_ms.push_back(e);
+    decode_ms.push_back(d);
+  }
+  const double b = median(backbone_ms), e = median(encode_ms), d = median(decode_ms);
+  if (o.json) {
+    std::cout << nlohmann::json{{"model", o.model},
+                                {"batch", o.batch},
+                                {"tokens", o.tokens},
+                                {"threads", torch_threads()},
+                                {"repeats", o.repeats},
+                                {"median_ms", {{"backbone", b}, {"encode", e}, {"decode", d}, {"total", b + e + d}}},
+                                {"peak_rss_mb", peak_rss_mb()}}
+                     .dump()
+              << std::endl;
+  } else {
+    std::cout << "model " << o.model << ", batch " << o.batch << ", " << o.tokens << " tokens, " << torch_threads()
+              << " threads, median of " << o.repeats << ":\n"
+              << "  backbone " << b << " ms\n  encode   " << e << " ms\n  decode   " << d << " ms (all " << o.tokens
+              << " positions at once)\n  total    " << b + e + d << " ms\npeak RSS " << peak_rss_mb() << " MB\n";
+  }
+}
+
+const bool registered = register_command({"bench forward", 200, [](CLI::App& root) {
+  auto* bench = command_group(root, "bench", "Benchmarks (medians over repeated runs)");
+  auto* command = bench->add_subcommand("forward", "Time one forward pass (backbone, encoder, decoder) on random input");
+  auto runtime = add_runtime_options(command);
+  auto o = std::make_shared<Options>();
+  command->add_option("--model", o->model, "Preset or model config JSON")->capture_default_str();
+  command->add_option("--vocab-size", o->vocab_size, "Vocabulary size")->capture_default_str();
+  command->add_option("--batch", o->batch, "Images per forward pass")->capture_default_str();
+  command->add_option("--tokens", o->tokens, "Decoder positions (teacher-forced)")->capture_default_str();
+  command->add_option("--repeats", o->repeats, "Timed runs (the median is printed)")->capture_default_str();
+  command->add_option("--warmup", o->warmup, "Untimed runs first")->capture_default_str();
+  command->add_flag("--json", o->json, "Print one compact JSON object");
+  command->callback([runtime, o] { run(*runtime, *o); });
+}});
+
+}  // namespace
+}  // namespace expnet::cli

@@ -1,0 +1,136 @@
+// expnet checkpoint export | inspect: converting and looking into .pth files.
+#include <nlohmann/json.hpp>
+#include <spdlog/spdlog.h>
+
+#include <filesystem>
+#include <fstream>
+#include <iostream>
+
+#include "command.h"
+#include "expnet/checkpoint.h"
+#include "expnet/vocabulary_file.h"
+
+namespace expnet::cli {
+namespace {
+
+// --model: a JSON file for now (presets are resolved by the model config once it lands).
+std::string read_model_config(const std::string& model) {
+  if (!std::filesystem::is_regular_file(model))
+    throw std::runtime_error("--model " + model + ": no such config file (give a model config JSON file)");
+  std::ifstream in(model, std::ios::binary);
+  const std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  nlohmann::json doc;
+  try {
+    doc = nlohmann::json::parse(text);
+  } catch (const std::exception& e) {
+    throw std::runtime_error(model + ": not valid JSON (" + std::string(e.what()) + "); fix the model config");
+  }
+  if (!doc.is_object()) throw std::runtime_error(model + ": a model config must be a JSON object");
+  return doc.dump();
+}
+
+struct ExportArgs {
+  std::string model, checkpoint, out, vocab;
+};
+
+void run_export(const RuntimeOptions& runtime, const ExportArgs& args) {
+  apply_runtime(runtime);
+  CheckpointMetadata metadata;
+  metadata.config_json = read_model_config(args.model);
+  std::string wrapper;
+  NamedTensors state;
+  {
+    PthFile file(args.checkpoint);
+    const StateDictRef ref = find_state_dict(file.root(), args.checkpoint);
+    wrapper = ref.wrapper;
+    for (const auto& [name, info] : ref.entries) state.emplace_back(name, file.tensor(*info));
+    if (args.vocab.empty()) metadata.vocabulary_json = read_metadata(file).vocabulary_json;
+  }
+  if (!args.vocab.empty()) metadata.vocabulary_json = load_vocabulary(args.vocab).to_json();
+  save_checkpoint(args.out, state, metadata);
+  spdlog::info("wrote {} ({} tensors from {}{}{})", args.out, state.size(), args.checkpoint,
+               wrapper.empty() ? "" : ", under ", wrapper);
+  std::cout << args.out << "\n";
+}
+
+std::string shape_text(const std::vector<int64_t>& sizes) {
+  std::string out = "[";
+  for (size_t i = 0; i < sizes.size(); ++i) out += (i ? ", " : "") + std::to_string(sizes[i]);
+  return out + "]";
+}
+
+void emit(const std::string& name, const pickle::TensorInfo& t, bool json) {
+  if (json) {
+    std::cout << nlohmann::json{{"name", name}, {"dtype", pickle::dtype_name(t.storage->dtype)}, {"shape", t.sizes}}.dump()
+              << "\n";
+  } else {
+    std::cout << name << "  " << pickle::dtype_name(t.storage->dtype) << " " << shape_text(t.sizes) << "\n";
+  }
+}
+
+// Every tensor of the file, named by the keys that lead to it ("a/b/3").
+void walk(const pickle::Value& v, const std::string& path, int depth, bool json) {
+  if (depth > 64) return;
+  if (v.is(pickle::Kind::Tensor)) {
+    emit(path, v.tensor, json);
+  } else if (v.is(pickle::Kind::Dict)) {
+    for (const auto& [k, child] : v.entries)
+      walk(*child, (path.empty() ? "" : path + "/") + (k->is(pickle::Kind::Str) ? k->text : pickle::describe(*k)),
+           depth + 1, json);
+  } else if (v.is(pickle::Kind::List) || v.is(pickle::Kind::Tuple)) {
+    for (size_t i = 0; i < v.items.size(); ++i)
+      walk(*v.items[i], (path.empty() ? "" : path + "/") + std::to_string(i), depth + 1, json);
+  }
+}
+
+void run_inspect(const RuntimeOptions& runtime, const std::string& path, bool json, bool all) {
+  apply_runtime(runtime);
+  PthFile file(path);
+  if (all) {
+    walk(file.root(), "", 0, json);
+    return;
+  }
+  const StateDictRef ref = find_state_dict(file.root(), path);
+  if (!json) {
+    std::cout << path << ": " << file.format() << " format, state_dict "
+              << (ref.wrapper.empty() ? "at the top level" : "under '" + ref.wrapper + "'") << ", "
+              << ref.entries.size() << " tensors\n";
+    if (file.root().is(pickle::Kind::Dict))
+      for (const auto& [k, v] : file.root().entries)
+        if (!(k->is(pickle::Kind::Str) && k->text == ref.wrapper) && !v->is(pickle::Kind::Tensor))
+          std::cout << "  " << pickle::describe(*k) << ": " << pickle::describe(*v, 2) << "\n";
+  }
+  int64_t total = 0;
+  for (const auto& [name, info] : ref.entries) {
+    emit(name, *info, json);
+    total += info->numel();
+  }
+  if (!json) std::cout << "total elements: " << total << "\n";
+}
+
+const bool registered = register_command({"checkpoint", 40, [](CLI::App& root) {
+  CLI::App* group = command_group(root, "checkpoint", "Read, convert and inspect PyTorch checkpoints (.pth)");
+
+  auto* exporter = group->add_subcommand("export", "Write our .pth layout (model_state_dict + config + vocabulary) from any checkpoint we can read");
+  auto export_runtime = add_runtime_options(exporter);
+  auto export_args = std::make_shared<ExportArgs>();
+  exporter->add_option("--model", export_args->model, "Model config JSON file")->required();
+  exporter->add_option("--checkpoint", export_args->checkpoint, "Input checkpoint (.pth: reference, Swin or ours)")
+      ->required()->check(CLI::ExistingFile);
+  exporter->add_option("--out", export_args->out, "Output .pth")->required();
+  exporter->add_option("--vocab", export_args->vocab, "Vocabulary (demo_coco_tokens.pickle or our JSON)")->check(CLI::ExistingFile);
+  exporter->callback([export_runtime, export_args] { run_export(*export_runtime, *export_args); });
+
+  auto* inspect = group->add_subcommand("inspect", "List the state_dict entries (name, dtype, shape) of a .pth file");
+  auto inspect_runtime = add_runtime_options(inspect);
+  auto file = std::make_shared<std::string>();
+  auto json = std::make_shared<bool>(false);
+  auto all = std::make_shared<bool>(false);
+  inspect->add_option("file", *file, "Checkpoint (.pth)")->required()->check(CLI::ExistingFile);
+  inspect->add_flag("--json", *json, "One compact JSON object per entry: {\"name\",\"dtype\",\"shape\"}");
+  inspect->add_flag("--all", *all, "Every tensor of the file (optimizer state too), named by its key path a/b/c");
+  inspect->callback([inspect_runtime, file, json, all] { run_inspect(*inspect_runtime, *file, *json, *all); });
+}});
+
+}  // namespace
+}  // namespace expnet::cli

@@ -1,0 +1,73 @@
+// expnet model-info: the state_dict layout (names, shapes, dtypes, parameter or
+// buffer) and parameter count of a configuration, as the reference names them.
+#include <nlohmann/json.hpp>
+
+#include <iomanip>
+#include <iostream>
+#include <sstream>
+
+#include "command.h"
+#include "expnet/model.h"
+
+namespace expnet::cli {
+namespace {
+
+struct Options {
+  std::string model = "official";
+  int64_t vocab_size = 10000;
+  bool json = false;
+};
+
+std::string shape_text(const torch::Tensor& t) {
+  std::string out = "[";
+  for (int64_t i = 0; i < t.dim(); ++i) out += (i ? ", " : "") + std::to_string(t.size(i));
+  return out + "]";
+}
+
+void run(const RuntimeOptions& runtime, const Options& options) {
+  apply_runtime(runtime);
+  const ModelConfig config = resolve_model_config(options.model);
+  if (options.vocab_size <= 0) throw std::runtime_error("--vocab-size must be positive");
+  // Default initialisation is enough: only names and shapes are reported.
+  ExpansionNet model(config, options.vocab_size, /*reference_init=*/false);
+  const auto entries = state_entries(*model);
+  const int64_t total = count_parameters(*model);
+  if (options.json) {
+    nlohmann::json out = {{"model", options.model},
+                          {"vocab_size", options.vocab_size},
+                          {"total_parameters", total},
+                          {"entries", nlohmann::json::array()}};
+    for (const auto& e : entries)
+      out["entries"].push_back({{"name", e.name},
+                                {"shape", e.tensor.sizes().vec()},
+                                {"dtype", torch_dtype_name(e.tensor)},
+                                {"kind", e.is_buffer ? "buffer" : "parameter"}});
+    std::cout << out.dump() << std::endl;
+    return;
+  }
+  size_t width = 0;
+  for (const auto& e : entries) width = std::max(width, e.name.size());
+  for (const auto& e : entries)
+    std::cout << std::left << std::setw(static_cast<int>(width) + 2) << e.name << std::setw(20) << shape_text(e.tensor)
+              << std::setw(9) << torch_dtype_name(e.tensor) << (e.is_buffer ? "buffer" : "parameter") << "\n";
+  std::ostringstream mb;
+  mb << std::fixed << std::setprecision(1) << static_cast<double>(total) * 4 / 1e6;
+  std::cout << entries.size() << " entries, " << total << " parameters (" << mb.str()
+            << " MB as float32), vocabulary size " << options.vocab_size << "\n";
+}
+
+const bool registered = register_command({"model-info", 30, [](CLI::App& root) {
+  auto* command = root.add_subcommand("model-info", "List the state_dict entries and parameter count of a model configuration");
+  auto runtime = add_runtime_options(command);
+  auto options = std::make_shared<Options>();
+  command->add_option("--model", options->model, "Preset (official, tiny, small) or model config JSON file")
+      ->capture_default_str();
+  command->add_option("--vocab-size", options->vocab_size,
+                      "Vocabulary size (not part of the config; 10000 = the released COCO vocabulary)")
+      ->capture_default_str();
+  command->add_flag("--json", options->json, "Print one compact JSON object");
+  command->callback([runtime, options] { run(*runtime, *options); });
+}});
+
+}  // namespace
+}  // namespace expnet::cli

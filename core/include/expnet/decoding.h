@@ -1,0 +1,90 @@
+// The decoding engine: search strategies behind one interface (CTranslate2
+// style), options with defaults, results with tokens, scores and per-token
+// log-probs. Strategies drive a StepDecoder, which owns the model-side state
+// (caches, encoder output) and is implemented over the model elsewhere.
+#pragma once
+
+#include <ATen/core/Tensor.h>
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace expnet {
+
+enum class SearchKind { Beam, Greedy, Sampling };
+
+// Called once per decoding step (the GUI streams words with it).
+struct StepUpdate {
+  int64_t image = 0;               // index in the batch
+  int step = 0;                    // tokens generated so far (SOS not counted)
+  std::vector<int64_t> best;       // the current best hypothesis, SOS first
+  bool finished = false;           // this image's search is over
+};
+
+struct DecodingOptions {
+  SearchKind search = SearchKind::Beam;
+  int beam_size = 5;
+  int num_hypotheses = 1;          // n-best (beam) or samples per image (sampling)
+  int max_length = 0;              // counts SOS, like the reference's beam_max_seq_len; 0 = model max_seq_len
+  int min_length = 0;              // generated words before EOS is allowed
+  // Final ranking score = sum log p / length^alpha, length counting SOS and EOS.
+  // 1 = the reference's ranking, 0 = raw sum.
+  double length_penalty = 1.0;
+  int no_repeat_ngram_size = 0;    // 0 = off
+  double repetition_penalty = 1.0; // 1 = off; > 1 makes repeated words less likely
+  bool block_bad_endings = false;  // no EOS right after "a", "the", "of", "on", ...
+  // Sampling
+  double sampling_temperature = 1.0;
+  int sampling_topk = 0;           // 0 = full distribution
+  double sampling_topp = 1.0;      // 1 = off
+  uint64_t seed = 0;
+  bool return_token_logprobs = true;
+  std::function<void(const StepUpdate&)> on_step;  // optional streaming callback
+
+  // Throws std::invalid_argument with the offending option.
+  void validate() const;
+};
+
+struct Hypothesis {
+  std::vector<int64_t> tokens;       // SOS first, EOS last when produced
+  double sum_logprob = 0;            // sum of the token log-probs (model's, unmodified)
+  double score = 0;                  // ranking score (length penalty applied)
+  std::vector<float> token_logprobs; // one per token after SOS
+};
+
+struct DecodingResult {
+  std::vector<Hypothesis> hypotheses;  // best first
+  int steps = 0;                       // decoder forward passes spent on this image
+};
+
+// The model side of decoding. Rows are (image, hypothesis) pairs.
+class StepDecoder {
+ public:
+  virtual ~StepDecoder() = default;
+  // Appends one token per row (int64, shape [rows], any device: the decoder
+  // moves it to its own) and returns the log-probs
+  // of the next token, float [rows, vocab].
+  virtual at::Tensor step(const at::Tensor& tokens) = 0;
+  // Keeps rows `index` (int64 [new_rows], any device) in that order: beam reordering,
+  // expansion to beams, and dropping images whose search is over.
+  virtual void select(const at::Tensor& index) = 0;
+};
+
+struct SpecialTokens {
+  int64_t sos = 1;
+  int64_t eos = 2;
+  std::vector<int64_t> bad_endings;  // ids of words after which EOS is blocked
+};
+
+// Decodes `batch` images whose decoder rows are 0..batch-1 (one row each, no
+// token fed yet). Results per image are identical to decoding it alone.
+std::vector<DecodingResult> decode(StepDecoder& decoder, int64_t batch, const SpecialTokens& special,
+                                   const DecodingOptions& options);
+
+// The word list self-critical.pytorch blocks at the end of a caption.
+const std::vector<std::string>& bad_ending_words();
+
+}  // namespace expnet

@@ -1,0 +1,282 @@
+// ExpansionNet v2 (End_ExpansionNet_v2 of the authors' code) as LibTorch modules.
+// Every parameter and buffer carries the reference state_dict name and shape, so
+// reference checkpoints load by name (see docs/model.md and
+// ../shared/docs/expansionnet-v2.md for the math). The forward pass is split so
+// decoding can reuse the pieces:
+//   backbone(images)                 B x 3 x S x S   -> B x N x final_swin_dim
+//   encode(features)                 B x N x final   -> B x N x d_model
+//   decode(enc, tokens, self_mask)   B x T token ids -> B x T x V log-probs
+// The decoder's self-mask is an argument (causal_self_mask builds the reference
+// one) so other visibility patterns (e.g. PNAIC groups) plug in unchanged.
+#pragma once
+
+#include <torch/nn/module.h>
+#include <torch/nn/modules/container/modulelist.h>
+#include <torch/nn/modules/conv.h>
+#include <torch/nn/modules/embedding.h>
+#include <torch/nn/modules/linear.h>
+#include <torch/nn/modules/normalization.h>
+#include <torch/nn/pimpl.h>
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "expnet/model_config.h"
+
+namespace expnet {
+
+// Training-time dropout rates; all 0 by default (inference). They only act in
+// train() mode. Captioner rates follow the reference's drop_args; the Swin
+// drop-path rate rises linearly from 0 over the blocks to swin_drop_path.
+struct DropoutRates {
+  double enc = 0, dec = 0, enc_input = 0, dec_input = 0, other = 0;
+  double swin_drop = 0, swin_attn_drop = 0, swin_drop_path = 0;
+};
+
+// ---------------------------------------------------------------- Swin backbone
+
+class SwinWindowAttentionImpl : public torch::nn::Module {
+ public:
+  SwinWindowAttentionImpl(int64_t dim, int64_t window, int64_t heads, bool qkv_bias);
+  // x: (windows*B) x w*w x C; mask: windows x w*w x w*w (0 / -100) or undefined.
+  torch::Tensor forward(const torch::Tensor& x, const torch::Tensor& mask);
+  torch::Tensor relative_position_bias();  // heads x w*w x w*w
+
+  int64_t dim, window, heads;
+  double scale;
+  double attn_drop = 0, proj_drop = 0;
+  torch::Tensor relative_position_bias_table;  // (2w-1)^2 x heads
+  torch::Tensor relative_position_index;       // buffer, w*w x w*w int64
+  torch::nn::Linear qkv{nullptr}, proj{nullptr};
+};
+TORCH_MODULE(SwinWindowAttention);
+
+class SwinMlpImpl : public torch::nn::Module {
+ public:
+  SwinMlpImpl(int64_t dim, int64_t hidden);
+  torch::Tensor forward(const torch::Tensor& x);
+  double drop = 0;
+  torch::nn::Linear fc1{nullptr}, fc2{nullptr};
+};
+TORCH_MODULE(SwinMlp);
+
+class SwinBlockImpl : public torch::nn::Module {
+ public:
+  SwinBlockImpl(int64_t dim, int64_t resolution, int64_t heads, int64_t window, int64_t shift, double mlp_ratio,
+                bool qkv_bias);
+  torch::Tensor forward(const torch::Tensor& x);  // B x R*R x C
+
+  int64_t dim, resolution, window, shift;
+  double drop_path = 0;
+  torch::Tensor attn_mask;  // buffer when shift > 0: windows x w*w x w*w
+  torch::nn::LayerNorm norm1{nullptr}, norm2{nullptr};
+  SwinWindowAttention attn{nullptr};
+  SwinMlp mlp{nullptr};
+};
+TORCH_MODULE(SwinBlock);
+
+class SwinPatchMergingImpl : public torch::nn::Module {
+ public:
+  SwinPatchMergingImpl(int64_t resolution, int64_t dim);
+  torch::Tensor forward(const torch::Tensor& x);  // B x R*R x C -> B x (R/2)^2 x 2C
+  int64_t resolution;
+  torch::nn::Linear reduction{nullptr};
+  torch::nn::LayerNorm norm{nullptr};
+};
+TORCH_MODULE(SwinPatchMerging);
+
+class SwinStageImpl : public torch::nn::Module {
+ public:
+  SwinStageImpl(const ModelConfig& config, int64_t stage);
+  torch::Tensor forward(torch::Tensor x);
+  std::vector<SwinBlock> blocks;
+  SwinPatchMerging downsample{nullptr};  // absent in the last stage
+};
+TORCH_MODULE(SwinStage);
+
+class SwinPatchEmbedImpl : public torch::nn::Module {
+ public:
+  explicit SwinPatchEmbedImpl(const ModelConfig& config);
+  torch::Tensor forward(const torch::Tensor& images);  // B x C x S x S -> B x (S/p)^2 x embed
+  torch::nn::Conv2d proj{nullptr};
+  torch::nn::LayerNorm norm{nullptr};  // absent without swin_patch_norm
+};
+TORCH_MODULE(SwinPatchEmbed);
+
+class SwinTransformerImpl : public torch::nn::Module {
+ public:
+  explicit SwinTransformerImpl(const ModelConfig& config);
+  torch::Tensor forward(const torch::Tensor& images);
+  void set_dropout(const DropoutRates& rates);
+
+  ModelConfig config;
+  double pos_drop = 0;
+  torch::Tensor absolute_pos_embed;  // only with swin_ape
+  SwinPatchEmbed patch_embed{nullptr};
+  std::vector<SwinStage> layers;
+  torch::nn::LayerNorm norm{nullptr};
+};
+TORCH_MODULE(SwinTransformer);
+
+// ---------------------------------------------------------------- captioner
+
+class FeedForwardImpl : public torch::nn::Module {
+ public:
+  FeedForwardImpl(int64_t d_model, int64_t d_ff);
+  torch::Tensor forward(const torch::Tensor& x);
+  double dropout = 0;
+  torch::nn::Linear linear_1{nullptr}, linear_2{nullptr};
+};
+TORCH_MODULE(FeedForward);
+
+// Static Expansion (encoder): NE = sum(groups) learned slots.
+class StaticExpansionImpl : public torch::nn::Module {
+ public:
+  StaticExpansionImpl(int64_t d_model, std::vector<int64_t> groups);
+  torch::Tensor forward(const torch::Tensor& x);  // B x L x d
+  int64_t d_model;
+  std::vector<int64_t> groups;
+  double dropout = 0;
+  torch::nn::Embedding query_exp_vectors{nullptr}, bias_exp_vectors{nullptr};
+  torch::nn::Linear key_embed{nullptr}, class_a_embed{nullptr}, class_b_embed{nullptr}, selector_embed{nullptr};
+};
+TORCH_MODULE(StaticExpansion);
+
+class EncoderLayerImpl : public torch::nn::Module {
+ public:
+  EncoderLayerImpl(int64_t d_model, int64_t d_ff, const std::vector<int64_t>& groups);
+  torch::Tensor forward(const torch::Tensor& x);
+  double dropout = 0;
+  torch::nn::LayerNorm norm_1{nullptr}, norm_2{nullptr};
+  StaticExpansion stc_exp{nullptr};
+  FeedForward ff{nullptr};
+};
+TORCH_MODULE(EncoderLayer);
+
+// Dynamic Expansion (decoder): NE slots per position, causal through `mask`
+// (B x T x T, nonzero = visible).
+class DynamicExpansionImpl : public torch::nn::Module {
+ public:
+  DynamicExpansionImpl(int64_t d_model, int64_t num_exp);
+  torch::Tensor forward(const torch::Tensor& x, const torch::Tensor& mask);
+  int64_t d_model, num_exp;
+  double dropout = 0;
+  torch::nn::Linear cond_embed{nullptr};
+  torch::nn::Embedding query_exp_vectors{nullptr}, bias_exp_vectors{nullptr};
+  torch::nn::Linear key_linear{nullptr}, class_a_embed{nullptr}, class_b_embed{nullptr}, selector_embed{nullptr};
+};
+TORCH_MODULE(DynamicExpansion);
+
+// Cross-attention of the decoder over the encoder output (reference
+// MultiHeadAttention). Keys/values are projected separately so decoding can
+// compute them once per image.
+class CrossAttentionImpl : public torch::nn::Module {
+ public:
+  CrossAttentionImpl(int64_t d_model, int64_t heads);
+  torch::Tensor project_keys(const torch::Tensor& enc) { return split_heads(Wk(enc)); }
+  torch::Tensor project_values(const torch::Tensor& enc) { return split_heads(Wv(enc)); }
+  // q: B x T x d; keys/values: B x heads x N x d_k; mask: B x T x N (nonzero = visible) or undefined.
+  torch::Tensor attend(const torch::Tensor& q, const torch::Tensor& keys, const torch::Tensor& values,
+                       const torch::Tensor& mask);
+  torch::Tensor split_heads(const torch::Tensor& x);  // B x N x d -> B x heads x N x d_k
+  int64_t d_model, heads, d_k;
+  torch::nn::Linear Wq{nullptr}, Wk{nullptr}, Wv{nullptr}, out_linear{nullptr};
+};
+TORCH_MODULE(CrossAttention);
+
+class DecoderLayerImpl : public torch::nn::Module {
+ public:
+  DecoderLayerImpl(int64_t d_model, int64_t heads, int64_t d_ff, int64_t num_exp);
+  torch::Tensor forward(const torch::Tensor& x, const torch::Tensor& cross_keys, const torch::Tensor& cross_values,
+                        const torch::Tensor& self_mask, const torch::Tensor& cross_mask);
+  // The part after the dynamic expansion: cross-attention and feed-forward.
+  torch::Tensor cross_and_ff(torch::Tensor x, const torch::Tensor& cross_keys, const torch::Tensor& cross_values,
+                             const torch::Tensor& cross_mask);
+  double dropout = 0;
+  torch::nn::LayerNorm norm_1{nullptr}, norm_2{nullptr}, norm_3{nullptr};
+  CrossAttention mha{nullptr};
+  DynamicExpansion dyn_exp{nullptr};
+  FeedForward ff{nullptr};
+};
+TORCH_MODULE(DecoderLayer);
+
+class EmbeddingLayerImpl : public torch::nn::Module {
+ public:
+  EmbeddingLayerImpl(int64_t vocab_size, int64_t d_model);
+  torch::Tensor forward(const torch::Tensor& tokens);  // embed(tokens) * sqrt(d)
+  int64_t d_model;
+  double dropout = 0;
+  torch::nn::Embedding embed{nullptr};
+};
+TORCH_MODULE(EmbeddingLayer);
+
+// ---------------------------------------------------------------- whole model
+
+class ExpansionNetImpl : public torch::nn::Module {
+ public:
+  // reference_init=false keeps LibTorch's default initialisation (cheaper) for
+  // models whose weights are loaded right after.
+  ExpansionNetImpl(const ModelConfig& config, int64_t vocab_size, bool reference_init = true);
+
+  torch::Tensor backbone(const torch::Tensor& images);
+  torch::Tensor encode(const torch::Tensor& features);
+  // Log-probabilities B x T x V. self_mask: B x T x T (nonzero = position u is
+  // visible from t); cross_mask: B x T x N or undefined (all visible).
+  torch::Tensor decode(const torch::Tensor& enc_out, const torch::Tensor& tokens, const torch::Tensor& self_mask,
+                       const torch::Tensor& cross_mask = {});
+  // decode() up to dec_reduce_norm (B x T x d), before the vocabulary projection.
+  torch::Tensor decode_hidden(const torch::Tensor& enc_out, const torch::Tensor& tokens, const torch::Tensor& self_mask,
+                              const torch::Tensor& cross_mask = {});
+  torch::Tensor log_probs(const torch::Tensor& hidden);  // log_softmax(vocab_linear(hidden))
+  // Token embedding * sqrt(d) + learned positions starting at `first_position`.
+  torch::Tensor embed_tokens(const torch::Tensor& tokens, int64_t first_position = 0);
+
+  // The reference initialisation: Swin's (truncated normal 0.02 for Linear
+  // weights, zero biases, LayerNorm 1/0), then Xavier-uniform on every tensor
+  // with more than one dimension. Uses the global LibTorch generator.
+  void reset_parameters();
+  void set_dropout(const DropoutRates& rates);
+
+  const ModelConfig& config() const { return config_; }
+  int64_t vocab_size() const { return vocab_size_; }
+
+  SwinTransformer swin_transf{nullptr};
+  std::vector<EncoderLayer> encoders;
+  std::vector<DecoderLayer> decoders;
+  torch::nn::Linear input_linear{nullptr}, vocab_linear{nullptr};
+  EmbeddingLayer out_embedder{nullptr};
+  torch::nn::Embedding pos_encoder{nullptr};
+  torch::nn::Linear enc_reduce_group{nullptr};
+  torch::nn::LayerNorm enc_reduce_norm{nullptr};
+  torch::nn::Linear dec_reduce_group{nullptr};
+  torch::nn::LayerNorm dec_reduce_norm{nullptr};
+
+ private:
+  ModelConfig config_;
+  int64_t vocab_size_;
+  DropoutRates dropout_;
+};
+TORCH_MODULE(ExpansionNet);
+
+// The reference decoder self-mask: M[b,t,u] = 1 iff u <= t and neither token t
+// nor token u is padding (pad_id < 0: no padding). B x T x T bool.
+torch::Tensor causal_self_mask(const torch::Tensor& tokens, int64_t pad_id);
+// The reference cross-attention mask: rows of padding tokens fully masked.
+// B x T x enc_len bool.
+torch::Tensor cross_attention_mask(const torch::Tensor& tokens, int64_t pad_id, int64_t enc_len);
+
+// One state_dict entry, in PyTorch's state_dict order (per module: its own
+// parameters, then its own buffers, then its children).
+struct StateEntry {
+  std::string name;
+  torch::Tensor tensor;
+  bool is_buffer = false;
+};
+std::vector<StateEntry> state_entries(const torch::nn::Module& module);
+// Sum of parameter (not buffer) elements, as the reference counts them.
+int64_t count_parameters(const torch::nn::Module& module);
+// PyTorch's dtype name: "float32", "int64", ...
+std::string torch_dtype_name(const torch::Tensor& tensor);
+
+}  // namespace expnet

@@ -1,0 +1,85 @@
+#include "expnet/vocabulary_file.h"
+
+#include <fstream>
+#include <iterator>
+#include <stdexcept>
+
+#include "expnet/pickle.h"
+
+namespace expnet {
+namespace {
+
+using pickle::Kind;
+
+std::string optional_str(const pickle::Value& root, const char* key, const char* fallback, const std::string& source) {
+  const pickle::Value* v = root.find(key);
+  if (!v) return fallback;
+  if (!v->is(Kind::Str)) throw std::runtime_error(source + ": '" + key + "' must be a str");
+  return v->text;
+}
+
+Vocabulary from_pickle(std::string_view bytes, const std::string& source) {
+  const pickle::Document doc = pickle::parse(bytes, source);
+  const pickle::Value& root = *doc.root;
+  const pickle::Value* words = root.find("idx2word_list");
+  if (!words || !words->is(Kind::List))
+    throw std::runtime_error(source + ": not a vocabulary pickle (expected a dict with 'idx2word_list', got " +
+                             pickle::describe(root, 1) + ")");
+  std::vector<std::string> list;
+  list.reserve(words->items.size());
+  for (const pickle::Value* w : words->items) {
+    if (!w->is(Kind::Str)) throw std::runtime_error(source + ": idx2word_list holds a " + pickle::kind_name(w->kind));
+    list.push_back(w->text);
+  }
+  // word2idx_dict must agree with the list: the reference encodes with one and decodes with the other.
+  if (const pickle::Value* index = root.find("word2idx_dict")) {
+    if (!index->is(Kind::Dict)) throw std::runtime_error(source + ": word2idx_dict is not a dict");
+    if (index->entries.size() != list.size())
+      throw std::runtime_error(source + ": word2idx_dict has " + std::to_string(index->entries.size()) +
+                               " words, idx2word_list " + std::to_string(list.size()));
+    for (const auto& [k, v] : index->entries) {
+      if (!k->is(Kind::Str) || !v->is(Kind::Int) || v->integer < 0 ||
+          v->integer >= static_cast<int64_t>(list.size()) || list[static_cast<size_t>(v->integer)] != k->text)
+        throw std::runtime_error(source + ": word2idx_dict and idx2word_list disagree on " + pickle::describe(*k));
+    }
+  }
+  try {
+    return Vocabulary(std::move(list), optional_str(root, "sos_str", "SOS", source),
+                      optional_str(root, "eos_str", "EOS", source));
+  } catch (const std::invalid_argument& e) {
+    throw std::runtime_error(source + ": " + e.what());
+  }
+}
+
+}  // namespace
+
+Vocabulary parse_vocabulary(std::string_view bytes, const std::string& source) {
+  size_t first = 0;
+  while (first < bytes.size() && (bytes[first] == ' ' || bytes[first] == '\n' || bytes[first] == '\r' || bytes[first] == '\t'))
+    ++first;
+  if (first == bytes.size()) throw std::runtime_error(source + ": empty vocabulary file");
+  if (bytes[first] == '{') {
+    try {
+      return Vocabulary::from_json(std::string(bytes), source);
+    } catch (const std::invalid_argument& e) {
+      throw std::runtime_error(source + ": " + e.what());
+    }
+  }
+  if (static_cast<unsigned char>(bytes[0]) == 0x80) {
+    try {
+      return from_pickle(bytes, source);
+    } catch (const pickle::PickleError& e) {
+      throw std::runtime_error(e.what());
+    }
+  }
+  throw std::runtime_error(source + ": not a vocabulary (neither our JSON nor a Python pickle like demo_coco_tokens.pickle)");
+}
+
+Vocabulary load_vocabulary(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) throw std::runtime_error(path + ": cannot open the vocabulary file (missing or no permission)");
+  const std::string bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  return parse_vocabulary(bytes, path);
+}
+
+}  // namespace expnet

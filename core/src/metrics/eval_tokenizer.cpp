@@ -1,0 +1,162 @@
+// The evaluation tokenizer: the part of coco-caption's PTB step (Stanford
+// PTBTokenizer -lowerCase, then its punctuation list removed) that matters for
+// captions. The rules, with their known deviations, are in docs/metrics.md.
+#include <algorithm>
+#include <array>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "expnet/caption_text.h"
+#include "expnet/metrics.h"
+
+namespace expnet {
+namespace {
+
+bool is_space(char32_t c) {
+  return c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '\f' || c == '\v' || c == 0x85 || c == 0xA0 ||
+         c == 0x1680 || (c >= 0x2000 && c <= 0x200A) || c == 0x2028 || c == 0x2029 || c == 0x202F || c == 0x205F ||
+         c == 0x3000;
+}
+bool is_digit(char32_t c) { return c >= '0' && c <= '9'; }
+bool is_apostrophe(char32_t c) { return c == '\'' || c == 0x2019; }
+// Quotes become `` '' ` ' in PTB, all of which coco-caption drops.
+bool is_quote(char32_t c) {
+  return c == '"' || c == '`' || c == 0x2018 || c == 0x201C || c == 0x201D || c == 0x201E || c == 0x201A;
+}
+// ( ) { } become -LRB- -RRB- -LCB- -RCB-, which coco-caption drops; [ ] are
+// dropped too (see docs/metrics.md).
+bool is_bracket(char32_t c) { return c == '(' || c == ')' || c == '[' || c == ']' || c == '{' || c == '}'; }
+
+// A character that joins the word characters around it into one token:
+// hyphenated words, decimals, abbreviations, "1,000", "10:30", "and/or",
+// "at&t", "o'clock".
+bool joins_inside(const std::u32string& chunk, size_t j) {
+  if (j == 0 || j + 1 >= chunk.size()) return false;
+  const char32_t before = chunk[j - 1], c = chunk[j], after = chunk[j + 1];
+  if (!is_unicode_alnum(before) || !is_unicode_alnum(after)) return false;
+  switch (c) {
+    case '-': case '.': case '/': case '&': case '_': return true;
+    case ',': case ':': return is_digit(before) && is_digit(after);
+    default: return is_apostrophe(c);
+  }
+}
+
+bool ends_with(const std::u32string& s, std::u32string_view suffix) {
+  return s.size() > suffix.size() && s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
+}
+
+// PTB splits these words in two ("cannot" -> "can not", "gonna" -> "gon na").
+bool split_fused_word(const std::u32string& word, std::vector<std::u32string>& out) {
+  static const std::array<std::pair<std::u32string_view, size_t>, 6> fused = {{
+      {U"cannot", 3}, {U"gonna", 3}, {U"gotta", 3}, {U"wanna", 3}, {U"gimme", 3}, {U"lemme", 3}}};
+  for (const auto& [whole, cut] : fused) {
+    if (word == whole) {
+      out.emplace_back(word.substr(0, cut));
+      out.emplace_back(word.substr(cut));
+      return true;
+    }
+  }
+  return false;
+}
+
+// A word (apostrophes normalised to ') loses its PTB contraction suffix:
+// "don't" -> "do n't", "dog's" -> "dog 's", "we're" -> "we 're".
+void emit_word(std::u32string word, std::vector<std::u32string>& out) {
+  std::replace(word.begin(), word.end(), char32_t(0x2019), char32_t('\''));
+  if (split_fused_word(word, out)) return;
+  if (ends_with(word, U"n't")) {
+    out.emplace_back(word.substr(0, word.size() - 3));
+    out.emplace_back(U"n't");
+    return;
+  }
+  for (std::u32string_view suffix : {U"'s", U"'re", U"'ve", U"'ll", U"'m", U"'d"}) {
+    if (ends_with(word, suffix)) {
+      out.emplace_back(word.substr(0, word.size() - suffix.size()));
+      out.emplace_back(suffix);
+      return;
+    }
+  }
+  out.push_back(std::move(word));
+}
+
+// "'s" written apart from its word ("john 's") stays one token.
+size_t detached_suffix_length(const std::u32string& chunk, size_t i) {
+  for (std::u32string_view suffix : {U"s", U"re", U"ve", U"ll", U"m", U"d"}) {
+    const size_t end = i + 1 + suffix.size();
+    if (end > chunk.size() || chunk.compare(i + 1, suffix.size(), suffix) != 0) continue;
+    if (end == chunk.size() || !is_unicode_alnum(chunk[end])) return suffix.size() + 1;
+  }
+  return 0;
+}
+
+void split_chunk(const std::u32string& chunk, std::vector<std::u32string>& out) {
+  size_t i = 0;
+  while (i < chunk.size()) {
+    const char32_t c = chunk[i];
+    if (is_unicode_alnum(c)) {
+      size_t j = i + 1;
+      while (j < chunk.size() && (is_unicode_alnum(chunk[j]) || joins_inside(chunk, j))) ++j;
+      emit_word(chunk.substr(i, j - i), out);
+      i = j;
+    } else if (c == '.' || c == '-') {
+      size_t j = i + 1;
+      while (j < chunk.size() && chunk[j] == c) ++j;
+      // Runs of dots are PTB's "..." and runs of hyphens its "--": both dropped.
+      out.emplace_back(j - i == 1 ? std::u32string(1, c) : c == '.' ? U"..." : U"--");
+      i = j;
+    } else if (is_apostrophe(c)) {
+      const size_t suffix = detached_suffix_length(chunk, i);
+      if (suffix > 0) {
+        out.emplace_back(U"'" + chunk.substr(i + 1, suffix - 1));
+        i += suffix;
+      } else {
+        out.emplace_back(U"'");
+        ++i;
+      }
+    } else if (is_quote(c) || is_bracket(c)) {
+      ++i;  // never reaches the scorers
+    } else {
+      out.emplace_back(1, c);  // other symbols (# $ % & + = ...) are tokens
+      ++i;
+    }
+  }
+}
+
+bool is_dropped(const std::u32string& token) {
+  static const std::array<std::u32string_view, 13> dropped = {U"''", U"'",  U"``", U"`",  U".",  U"?",  U"!",
+                                                             U",",  U":",  U"-",  U"--", U"...", U";"};
+  return std::find(dropped.begin(), dropped.end(), token) != dropped.end();
+}
+
+}  // namespace
+
+std::vector<std::string> tokenize_for_eval(std::string_view raw) {
+  std::u32string text = utf8_to_u32(std::string(raw));
+  for (auto& c : text) c = unicode_lower(c);
+  std::vector<std::u32string> pieces;
+  size_t i = 0;
+  while (i < text.size()) {
+    while (i < text.size() && is_space(text[i])) ++i;
+    size_t j = i;
+    while (j < text.size() && !is_space(text[j])) ++j;
+    if (j > i) split_chunk(text.substr(i, j - i), pieces);
+    i = j;
+  }
+  std::vector<std::string> tokens;
+  tokens.reserve(pieces.size());
+  for (const auto& piece : pieces)
+    if (!piece.empty() && !is_dropped(piece)) tokens.push_back(u32_to_utf8(piece));
+  return tokens;
+}
+
+std::string tokenize_for_eval_text(std::string_view raw) {
+  std::string joined;
+  for (const auto& token : tokenize_for_eval(raw)) {
+    if (!joined.empty()) joined.push_back(' ');
+    joined += token;
+  }
+  return joined;
+}
+
+}  // namespace expnet

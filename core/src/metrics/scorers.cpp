@@ -1,0 +1,432 @@
+// BLEU, ROUGE-L and CIDEr-D computed the way pycocoevalcap computes them (see
+// docs/metrics.md), on word ids instead of strings.
+#include <algorithm>
+#include <cmath>
+#include <stdexcept>
+
+#include "expnet/metrics.h"
+#include "metrics/metric_tables.h"
+
+namespace expnet {
+
+using metrics_detail::CiderDModel;
+using metrics_detail::CiderEntry;
+using metrics_detail::CiderVector;
+using metrics_detail::kLocalBit;
+using metrics_detail::kMaxN;
+using metrics_detail::kNone;
+using metrics_detail::NgramIndex;
+using metrics_detail::NgramScratch;
+
+struct EvalSet::Words {
+  metrics_detail::WordTable table;
+};
+
+EvalSet::EvalSet() : words_(std::make_unique<Words>()), sentence_offsets_{0} {}
+EvalSet::~EvalSet() = default;
+EvalSet::EvalSet(EvalSet&&) noexcept = default;
+EvalSet& EvalSet::operator=(EvalSet&&) noexcept = default;
+
+uint32_t EvalSet::add_sentence(const std::vector<std::string>& words) {
+  for (const auto& word : words)
+    if (!word.empty()) word_ids_.push_back(words_->table.intern(word));
+  sentence_offsets_.push_back(word_ids_.size());
+  return static_cast<uint32_t>(sentence_offsets_.size() - 2);
+}
+
+void EvalSet::add(std::string image_id, const std::vector<std::string>& candidate,
+                  const std::vector<std::vector<std::string>>& references) {
+  if (references.empty())
+    throw std::invalid_argument("image '" + image_id + "' has no reference captions (every image needs at least one)");
+  Image image;
+  image.id = std::move(image_id);
+  image.first_sentence = add_sentence(candidate);
+  for (const auto& reference : references) add_sentence(reference);
+  image.reference_count = references.size();
+  images_.push_back(std::move(image));
+}
+
+void EvalSet::add_raw(std::string image_id, std::string_view candidate, const std::vector<std::string>& references) {
+  std::vector<std::vector<std::string>> tokenized;
+  tokenized.reserve(references.size());
+  for (const auto& reference : references) tokenized.push_back(tokenize_for_eval(reference));
+  add(std::move(image_id), tokenize_for_eval(candidate), tokenized);
+}
+
+EvalSet::Sentence EvalSet::candidate(size_t image) const {
+  const size_t s = images_[image].first_sentence;
+  return {word_ids_.data() + sentence_offsets_[s], sentence_offsets_[s + 1] - sentence_offsets_[s]};
+}
+
+EvalSet::Sentence EvalSet::reference(size_t image, size_t r) const {
+  const size_t s = images_[image].first_sentence + 1 + r;
+  return {word_ids_.data() + sentence_offsets_[s], sentence_offsets_[s + 1] - sentence_offsets_[s]};
+}
+
+uint32_t EvalSet::vocabulary_size() const { return words_->table.size(); }
+
+// ---------------------------------------------------------------------------
+// N-grams and CIDEr-D vectors
+
+namespace metrics_detail {
+
+void sentence_ngrams(NgramIndex* insert_into, const NgramIndex& index, const uint32_t* words, size_t size,
+                     NgramScratch& s) {
+  s.packed.clear();
+  s.previous.resize(size);
+  s.current.resize(size);
+  uint32_t next_local = 0;
+  for (size_t n = 0; n < static_cast<size_t>(kMaxN) && n < size; ++n) {
+    const size_t count = size - n;
+    s.unseen.clear();
+    for (size_t i = 0; i < count; ++i) {
+      const uint32_t prefix = n == 0 ? kNone : s.previous[i];
+      const uint32_t word = words[i + n];
+      uint32_t id;
+      if (insert_into)
+        id = insert_into->insert(prefix, word);
+      else if ((n > 0 && (prefix & kLocalBit)) || (word & kLocalBit))
+        id = kNone;  // an n-gram with an unseen part is unseen
+      else
+        id = index.find(prefix, word);
+      if (id == kNone) s.unseen.emplace_back(NgramIndex::key(prefix, word), static_cast<uint32_t>(i));
+      s.current[i] = id;
+    }
+    if (!s.unseen.empty()) {
+      std::sort(s.unseen.begin(), s.unseen.end());
+      uint64_t last_key = ~uint64_t{0};
+      for (const auto& [key, position] : s.unseen) {
+        if (key != last_key) ++next_local;
+        last_key = key;
+        s.current[position] = kLocalBit | next_local;
+      }
+    }
+    for (size_t i = 0; i < count; ++i) s.packed.push_back((uint64_t{s.current[i]} << 2) | n);
+    std::swap(s.previous, s.current);
+  }
+}
+
+namespace {
+constexpr double kSigma = 6.0;
+constexpr double kPythonE = 2.718281828459045;  // np.e: the penalty is np.e ** x, not exp(x)
+double gaussian_penalty(double delta) { return std::pow(kPythonE, -(delta * delta) / (2 * kSigma * kSigma)); }
+}  // namespace
+
+CiderDModel::CiderDModel() {
+  penalty_table_.resize(256);
+  for (size_t d = 0; d < penalty_table_.size(); ++d) penalty_table_[d] = gaussian_penalty(static_cast<double>(d));
+}
+
+double CiderDModel::penalty(double delta) const {
+  const double magnitude = std::fabs(delta);
+  return magnitude < static_cast<double>(penalty_table_.size()) ? penalty_table_[static_cast<size_t>(magnitude)]
+                                                                : gaussian_penalty(delta);
+}
+
+void CiderDModel::add_image_references(const std::vector<std::pair<const uint32_t*, size_t>>& references) {
+  const uint32_t stamp = static_cast<uint32_t>(images_ + 1);
+  for (const auto& [words, size] : references) {
+    sentence_ngrams(&index_, index_, words, size, build_scratch_);
+    if (document_frequency_.size() < index_.size()) {
+      document_frequency_.resize(std::max<size_t>(index_.size(), document_frequency_.size() * 2), 0);
+      last_image_.resize(document_frequency_.size(), 0);
+    }
+    for (const uint64_t packed : build_scratch_.packed) {
+      const auto id = static_cast<uint32_t>(packed >> 2);
+      if (last_image_[id] == stamp) continue;  // df counts images, not sentences
+      last_image_[id] = stamp;
+      ++document_frequency_[id];
+    }
+  }
+  ++images_;
+}
+
+void CiderDModel::finish() {
+  log_images_ = std::log(static_cast<double>(images_));
+  idf_.resize(index_.size());
+  for (size_t id = 0; id < idf_.size(); ++id)
+    idf_[id] = log_images_ - std::log(std::max(1.0, static_cast<double>(document_frequency_[id])));
+  document_frequency_ = {};
+  last_image_ = {};
+  build_scratch_ = {};
+}
+
+CiderVector CiderDModel::make_vector(NgramScratch& scratch, std::vector<CiderEntry>& arena,
+                                     size_t sentence_length) const {
+  auto& packed = scratch.packed;
+  std::sort(packed.begin(), packed.end());
+  CiderVector vector;
+  vector.begin = arena.size();
+  for (size_t i = 0; i < packed.size();) {
+    size_t j = i + 1;
+    while (j < packed.size() && packed[j] == packed[i]) ++j;
+    const auto id = static_cast<uint32_t>(packed[i] >> 2);
+    const auto order = static_cast<uint32_t>(packed[i] & 3);
+    // Unseen n-grams have df 0, which pycocoevalcap clamps to 1: idf = log N.
+    const double idf = (id & kLocalBit) ? log_images_ : idf_[id];
+    const double weight = static_cast<double>(j - i) * idf;
+    arena.push_back({id, order, weight});
+    vector.norm[order] += weight * weight;
+    i = j;
+  }
+  vector.end = arena.size();
+  for (double& norm : vector.norm) norm = std::sqrt(norm);
+  // pycocoevalcap's "length" counts the bigrams (its `if n == 1` tests the
+  // 0-based order): it differs from the word count only for empty sentences.
+  vector.length = sentence_length >= 2 ? static_cast<double>(sentence_length - 1) : 0.0;
+  return vector;
+}
+
+double CiderDModel::score(const CiderVector& candidate, const std::vector<CiderEntry>& candidate_arena,
+                          const std::vector<CiderVector>& references,
+                          const std::vector<CiderEntry>& reference_arena) const {
+  if (references.empty()) return 0.0;
+  double sums[kMaxN] = {0, 0, 0, 0};
+  const CiderEntry* c_end = candidate_arena.data() + candidate.end;
+  for (const CiderVector& reference : references) {
+    double values[kMaxN] = {0, 0, 0, 0};
+    const CiderEntry* c = candidate_arena.data() + candidate.begin;
+    const CiderEntry* r = reference_arena.data() + reference.begin;
+    const CiderEntry* r_end = reference_arena.data() + reference.end;
+    while (c != c_end && r != r_end) {
+      if (c->id < r->id) {
+        ++c;
+      } else if (r->id < c->id) {
+        ++r;
+      } else {
+        values[c->order] += std::min(c->weight, r->weight) * r->weight;  // clipped (CIDEr-D)
+        ++c;
+        ++r;
+      }
+    }
+    const double length_penalty = penalty(candidate.length - reference.length);
+    for (int n = 0; n < kMaxN; ++n) {
+      if (candidate.norm[n] != 0 && reference.norm[n] != 0) values[n] /= candidate.norm[n] * reference.norm[n];
+      sums[n] += values[n] * length_penalty;
+    }
+  }
+  const double mean_over_n = (((sums[0] + sums[1]) + sums[2]) + sums[3]) / kMaxN;
+  return mean_over_n / static_cast<double>(references.size()) * 10.0;
+}
+
+}  // namespace metrics_detail
+
+// ---------------------------------------------------------------------------
+// Scorers over an EvalSet
+
+namespace {
+
+double mean(const std::vector<double>& values) {
+  if (values.empty()) return 0.0;
+  double sum = 0;
+  for (const double v : values) sum += v;
+  return sum / static_cast<double>(values.size());
+}
+
+// Per-image n-gram keys for BLEU: up to four 16-bit image-local word numbers
+// (1-based, 0 = no word), so the key also tells the order.
+class LocalNgrams {
+ public:
+  explicit LocalNgrams(uint32_t vocabulary) : stamp_(vocabulary, 0), local_(vocabulary, 0) {}
+  void next_image(const std::string& image_id) {
+    ++image_;
+    next_ = 0;
+    image_id_ = &image_id;
+  }
+  // Sorted (key, count) pairs of a sentence.
+  void count(const EvalSet::Sentence& sentence, std::vector<std::pair<uint64_t, uint32_t>>& out) {
+    keys_.clear();
+    for (size_t i = 0; i < sentence.size; ++i) {
+      uint64_t key = 0;
+      for (size_t k = 0; k < 4 && i + k < sentence.size; ++k) {
+        key |= uint64_t{local(sentence.words[i + k])} << (16 * k);
+        keys_.push_back(key);
+      }
+    }
+    std::sort(keys_.begin(), keys_.end());
+    out.clear();
+    for (size_t i = 0; i < keys_.size();) {
+      size_t j = i + 1;
+      while (j < keys_.size() && keys_[j] == keys_[i]) ++j;
+      out.emplace_back(keys_[i], static_cast<uint32_t>(j - i));
+      i = j;
+    }
+  }
+  static int order(uint64_t key) { return (key >> 48) ? 4 : (key >> 32) ? 3 : (key >> 16) ? 2 : 1; }
+
+ private:
+  uint32_t local(uint32_t word) {
+    if (stamp_[word] != image_) {
+      if (next_ == 0xFFFF)
+        throw std::runtime_error("image '" + *image_id_ + "' has more than 65535 distinct words; BLEU cannot score it");
+      stamp_[word] = image_;
+      local_[word] = ++next_;
+    }
+    return local_[word];
+  }
+  std::vector<uint32_t> stamp_, local_;
+  uint32_t image_ = 0, next_ = 0;
+  const std::string* image_id_ = nullptr;
+  std::vector<uint64_t> keys_;
+};
+
+}  // namespace
+
+BleuScores compute_bleu(const EvalSet& set) {
+  constexpr double kTiny = 1e-15, kSmall = 1e-9;  // pycocoevalcap's constants
+  BleuScores result;
+  result.per_image.reserve(set.size());
+  LocalNgrams ngrams(set.vocabulary_size());
+  std::vector<std::pair<uint64_t, uint32_t>> candidate_counts, reference_counts, max_counts;
+  double total_guess[4] = {0, 0, 0, 0}, total_correct[4] = {0, 0, 0, 0};
+  double total_test_length = 0, total_reference_length = 0;
+
+  for (size_t image = 0; image < set.size(); ++image) {
+    ngrams.next_image(set.image_id(image));
+    const auto candidate = set.candidate(image);
+    const auto test_length = static_cast<long>(candidate.size);
+    ngrams.count(candidate, candidate_counts);
+
+    // Maximum count of each n-gram over the references; the "closest"
+    // reference length (ties: the shorter one).
+    max_counts.clear();
+    long closest = -1;
+    for (size_t r = 0; r < set.reference_count(image); ++r) {
+      const auto reference = set.reference(image, r);
+      ngrams.count(reference, reference_counts);
+      max_counts.insert(max_counts.end(), reference_counts.begin(), reference_counts.end());
+      const auto length = static_cast<long>(reference.size);
+      if (closest < 0 || std::labs(length - test_length) < std::labs(closest - test_length) ||
+          (std::labs(length - test_length) == std::labs(closest - test_length) && length < closest))
+        closest = length;
+    }
+    std::sort(max_counts.begin(), max_counts.end());
+
+    double correct[4] = {0, 0, 0, 0};
+    size_t m = 0;
+    for (const auto& [key, count] : candidate_counts) {
+      while (m < max_counts.size() && max_counts[m].first < key) ++m;
+      size_t last = m;
+      while (last < max_counts.size() && max_counts[last].first == key) ++last;
+      if (last > m) correct[LocalNgrams::order(key) - 1] += std::min(count, max_counts[last - 1].second);
+      m = last;
+    }
+
+    std::array<double, 4> scores{};
+    double bleu = 1.0;
+    for (int k = 0; k < 4; ++k) {
+      const double guess = static_cast<double>(std::max(0L, test_length - k));
+      total_guess[k] += guess;
+      total_correct[k] += correct[k];
+      bleu *= (correct[k] + kTiny) / (guess + kSmall);
+      scores[k] = std::pow(bleu, 1.0 / (k + 1));
+    }
+    const double ratio = (static_cast<double>(test_length) + kTiny) / (static_cast<double>(closest) + kSmall);
+    if (ratio < 1)
+      for (double& s : scores) s *= std::exp(1 - 1 / ratio);
+    result.per_image.push_back(scores);
+    total_test_length += static_cast<double>(test_length);
+    total_reference_length += static_cast<double>(closest);
+  }
+
+  double bleu = 1.0;
+  for (int k = 0; k < 4; ++k) {
+    bleu *= (total_correct[k] + kTiny) / (total_guess[k] + kSmall);
+    result.corpus[k] = std::pow(bleu, 1.0 / (k + 1));
+  }
+  const double ratio = (total_test_length + kTiny) / (total_reference_length + kSmall);
+  if (ratio < 1)
+    for (double& s : result.corpus) s *= std::exp(1 - 1 / ratio);
+  return result;
+}
+
+namespace {
+
+// pycocoevalcap splits on " ", so an empty sentence is one empty token (which
+// only an empty reference matches).
+constexpr uint32_t kEmptyToken = kNone - 1;
+
+size_t longest_common_subsequence(const uint32_t* a, size_t a_size, const uint32_t* b, size_t b_size,
+                                  std::vector<uint32_t>& row) {
+  if (a_size < b_size) {
+    std::swap(a, b);
+    std::swap(a_size, b_size);
+  }
+  row.assign(b_size + 1, 0);
+  for (size_t i = 0; i < a_size; ++i) {
+    uint32_t diagonal = 0;  // row[j] of the previous i
+    for (size_t j = 0; j < b_size; ++j) {
+      const uint32_t above = row[j + 1];
+      row[j + 1] = a[i] == b[j] ? diagonal + 1 : std::max(above, row[j]);
+      diagonal = above;
+    }
+  }
+  return row[b_size];
+}
+
+}  // namespace
+
+MetricScores compute_rouge_l(const EvalSet& set) {
+  constexpr double kBeta = 1.2;
+  MetricScores result;
+  result.per_image.reserve(set.size());
+  std::vector<uint32_t> row;
+  const uint32_t empty_token = kEmptyToken;
+  for (size_t image = 0; image < set.size(); ++image) {
+    auto candidate = set.candidate(image);
+    if (candidate.size == 0) candidate = {&empty_token, 1};
+    double best_precision = 0, best_recall = 0;
+    for (size_t r = 0; r < set.reference_count(image); ++r) {
+      auto reference = set.reference(image, r);
+      if (reference.size == 0) reference = {&empty_token, 1};
+      const auto lcs = static_cast<double>(
+          longest_common_subsequence(reference.words, reference.size, candidate.words, candidate.size, row));
+      best_precision = std::max(best_precision, lcs / static_cast<double>(candidate.size));
+      best_recall = std::max(best_recall, lcs / static_cast<double>(reference.size));
+    }
+    double score = 0;
+    if (best_precision != 0 && best_recall != 0)
+      score = ((1 + kBeta * kBeta) * best_precision * best_recall) / (best_recall + kBeta * kBeta * best_precision);
+    result.per_image.push_back(score);
+  }
+  result.corpus = mean(result.per_image);
+  return result;
+}
+
+MetricScores compute_cider_d(const EvalSet& set) {
+  CiderDModel model;
+  std::vector<std::pair<const uint32_t*, size_t>> references;
+  for (size_t image = 0; image < set.size(); ++image) {
+    references.clear();
+    for (size_t r = 0; r < set.reference_count(image); ++r) {
+      const auto reference = set.reference(image, r);
+      references.emplace_back(reference.words, reference.size);
+    }
+    model.add_image_references(references);
+  }
+  model.finish();
+
+  MetricScores result;
+  result.per_image.reserve(set.size());
+  NgramScratch scratch;
+  std::vector<CiderEntry> candidate_arena, reference_arena;
+  std::vector<CiderVector> reference_vectors;
+  for (size_t image = 0; image < set.size(); ++image) {
+    reference_arena.clear();
+    reference_vectors.clear();
+    for (size_t r = 0; r < set.reference_count(image); ++r) {
+      const auto reference = set.reference(image, r);
+      metrics_detail::sentence_ngrams(nullptr, model.index(), reference.words, reference.size, scratch);
+      reference_vectors.push_back(model.make_vector(scratch, reference_arena, reference.size));
+    }
+    const auto candidate = set.candidate(image);
+    candidate_arena.clear();
+    metrics_detail::sentence_ngrams(nullptr, model.index(), candidate.words, candidate.size, scratch);
+    const CiderVector candidate_vector = model.make_vector(scratch, candidate_arena, candidate.size);
+    result.per_image.push_back(model.score(candidate_vector, candidate_arena, reference_vectors, reference_arena));
+  }
+  result.corpus = mean(result.per_image);
+  return result;
+}
+
+}  // namespace expnet

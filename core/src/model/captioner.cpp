@@ -1,0 +1,399 @@
+// ExpansionNet v2 captioner: static/dynamic expansion, cross-attention,
+// pre-LN encoder and decoder layers, reduce layers, embeddings and the whole
+// model. Operation order follows the reference so parity holds to ~1e-6.
+#include <cmath>
+#include <functional>
+#include <stdexcept>
+
+#include "expnet/model.h"
+
+namespace expnet {
+namespace {
+
+namespace F = torch::nn::functional;
+
+// The normalisations of both expansion blocks add this to the row sum.
+constexpr double kExpansionEps = 1e-9;
+
+torch::nn::LayerNorm layer_norm(int64_t d) {
+  return torch::nn::LayerNorm(torch::nn::LayerNormOptions({d}).eps(1e-5));
+}
+
+torch::Tensor apply_dropout(const torch::Tensor& x, double p, bool training) {
+  if (!training || p <= 0) return x;
+  return F::dropout(x, F::DropoutFuncOptions().p(p).training(true));
+}
+
+torch::Tensor normalise_rows(const torch::Tensor& r) { return r / (r.sum(-1, /*keepdim=*/true) + kExpansionEps); }
+
+std::string shape_text(const torch::Tensor& t) {
+  std::string out;
+  for (const auto s : t.sizes()) out += (out.empty() ? "" : "x") + std::to_string(s);
+  return out.empty() ? "scalar" : out;
+}
+
+}  // namespace
+
+// ---------------------------------------------------------------- feed-forward
+
+FeedForwardImpl::FeedForwardImpl(int64_t d_model, int64_t d_ff) {
+  linear_1 = register_module("linear_1", torch::nn::Linear(d_model, d_ff));
+  linear_2 = register_module("linear_2", torch::nn::Linear(d_ff, d_model));
+}
+
+torch::Tensor FeedForwardImpl::forward(const torch::Tensor& x) {
+  return linear_2(apply_dropout(torch::relu(linear_1(x)), this->dropout, is_training()));
+}
+
+// ---------------------------------------------------------------- static expansion
+
+StaticExpansionImpl::StaticExpansionImpl(int64_t d_model_, std::vector<int64_t> groups_)
+    : d_model(d_model_), groups(std::move(groups_)) {
+  int64_t total = 0;
+  for (const auto g : groups) total += g;
+  query_exp_vectors = register_module("query_exp_vectors", torch::nn::Embedding(total, d_model));
+  bias_exp_vectors = register_module("bias_exp_vectors", torch::nn::Embedding(total, d_model));
+  key_embed = register_module("key_embed", torch::nn::Linear(d_model, d_model));
+  class_a_embed = register_module("class_a_embed", torch::nn::Linear(d_model, d_model));
+  class_b_embed = register_module("class_b_embed", torch::nn::Linear(d_model, d_model));
+  selector_embed = register_module("selector_embed", torch::nn::Linear(d_model, d_model));
+}
+
+torch::Tensor StaticExpansionImpl::forward(const torch::Tensor& x) {
+  const bool training = is_training();
+  const auto& query = query_exp_vectors->weight;  // NE x d
+  const auto& bias = bias_exp_vectors->weight;
+  // Z: NE x L length transformation matrix per image.
+  auto z = torch::matmul(query, key_embed(x).transpose(-1, -2)) / std::sqrt(static_cast<double>(d_model));
+  z = apply_dropout(z, this->dropout, training);
+
+  // Forward: every slot gathers the sequence (rows normalised over L).
+  auto class_a = torch::matmul(normalise_rows(torch::relu(z)), class_a_embed(x)) + bias;
+  auto class_b = torch::matmul(normalise_rows(torch::relu(-z)), class_b_embed(x)) + bias;
+  class_a = apply_dropout(class_a, this->dropout, training);
+  class_b = apply_dropout(class_b, this->dropout, training);
+
+  // Backward: every position gathers the slots, normalised within each group.
+  const auto zt = z.transpose(-2, -1);
+  const auto a_bw = torch::relu(zt), b_bw = torch::relu(-zt);
+  std::vector<torch::Tensor> a_parts, b_parts;
+  int64_t from = 0;
+  for (const auto g : groups) {
+    a_parts.push_back(normalise_rows(a_bw.narrow(-1, from, g)));
+    b_parts.push_back(normalise_rows(b_bw.narrow(-1, from, g)));
+    from += g;
+  }
+  const double num_groups = static_cast<double>(groups.size());
+  auto out_a = torch::matmul(torch::cat(a_parts, -1), class_a) / num_groups;
+  auto out_b = torch::matmul(torch::cat(b_parts, -1), class_b) / num_groups;
+  out_a = apply_dropout(out_a, this->dropout, training);
+  out_b = apply_dropout(out_b, this->dropout, training);
+
+  const auto selector = torch::sigmoid(selector_embed(x));
+  return selector * out_a + (1 - selector) * out_b;
+}
+
+EncoderLayerImpl::EncoderLayerImpl(int64_t d_model, int64_t d_ff, const std::vector<int64_t>& groups) {
+  norm_1 = register_module("norm_1", layer_norm(d_model));
+  norm_2 = register_module("norm_2", layer_norm(d_model));
+  stc_exp = register_module("stc_exp", StaticExpansion(d_model, groups));
+  ff = register_module("ff", FeedForward(d_model, d_ff));
+}
+
+torch::Tensor EncoderLayerImpl::forward(const torch::Tensor& x) {
+  const bool training = is_training();
+  auto out = x + apply_dropout(stc_exp(norm_1(x)), this->dropout, training);
+  return out + apply_dropout(ff(norm_2(out)), this->dropout, training);
+}
+
+// ---------------------------------------------------------------- dynamic expansion
+
+DynamicExpansionImpl::DynamicExpansionImpl(int64_t d_model_, int64_t num_exp_) : d_model(d_model_), num_exp(num_exp_) {
+  cond_embed = register_module("cond_embed", torch::nn::Linear(d_model, d_model));
+  query_exp_vectors = register_module("query_exp_vectors", torch::nn::Embedding(num_exp, d_model));
+  bias_exp_vectors = register_module("bias_exp_vectors", torch::nn::Embedding(num_exp, d_model));
+  key_linear = register_module("key_linear", torch::nn::Linear(d_model, d_model));
+  class_a_embed = register_module("class_a_embed", torch::nn::Linear(d_model, d_model));
+  class_b_embed = register_module("class_b_embed", torch::nn::Linear(d_model, d_model));
+  selector_embed = register_module("selector_embed", torch::nn::Linear(d_model, d_model));
+}
+
+torch::Tensor DynamicExpansionImpl::forward(const torch::Tensor& x, const torch::Tensor& mask) {
+  const bool training = is_training();
+  const int64_t B = x.size(0), T = x.size(1), NE = num_exp, d = d_model;
+  auto visible = mask.to(torch::kBool);
+  if (visible.dim() == 2) visible = visible.unsqueeze(0).expand({B, T, T});
+  if (visible.size(0) != B || visible.size(1) != T || visible.size(2) != T)
+    throw std::invalid_argument("decoder self-mask must be B x T x T = " + std::to_string(B) + "x" + std::to_string(T) +
+                                "x" + std::to_string(T) + ", got " + shape_text(mask));
+
+  // Expanded elements (t, e), position-major: T*NE queries and biases.
+  const auto cond = cond_embed(x).view({B, T, 1, d});
+  const auto query = (query_exp_vectors->weight.view({1, 1, NE, d}) + cond).view({B, T * NE, d});
+  const auto bias = (bias_exp_vectors->weight.view({1, 1, NE, d}) + cond).view({B, T * NE, d});
+
+  auto z = torch::matmul(query, key_linear(x).transpose(-1, -2)) / std::sqrt(static_cast<double>(d));
+  z = apply_dropout(z, this->dropout, training);  // B x T*NE x T
+
+  // Forward: element (t, e) sees the positions visible from t.
+  const auto hidden_1 = visible.logical_not().unsqueeze(2).expand({B, T, NE, T}).reshape({B, T * NE, T});
+  auto class_a = torch::matmul(normalise_rows(torch::relu(z).masked_fill(hidden_1, 0.0)), class_a_embed(x));
+  auto class_b = torch::matmul(normalise_rows(torch::relu(-z).masked_fill(hidden_1, 0.0)), class_b_embed(x));
+  class_a = apply_dropout(class_a, this->dropout, training);
+  class_b = apply_dropout(class_b, this->dropout, training);
+
+  // Backward: position t sees the elements of the positions visible from t.
+  const auto hidden_2 = visible.logical_not().unsqueeze(-1).expand({B, T, T, NE}).reshape({B, T, T * NE});
+  const auto zt = z.transpose(-2, -1);
+  auto out_a = torch::matmul(normalise_rows(torch::relu(zt).masked_fill(hidden_2, 0.0)), class_a + bias);
+  auto out_b = torch::matmul(normalise_rows(torch::relu(-zt).masked_fill(hidden_2, 0.0)), class_b + bias);
+  out_a = apply_dropout(out_a, this->dropout, training);
+  out_b = apply_dropout(out_b, this->dropout, training);
+
+  const auto selector = torch::sigmoid(selector_embed(x));
+  return selector * out_a + (1 - selector) * out_b;
+}
+
+// ---------------------------------------------------------------- cross-attention
+
+CrossAttentionImpl::CrossAttentionImpl(int64_t d_model_, int64_t heads_)
+    : d_model(d_model_), heads(heads_), d_k(d_model_ / heads_) {
+  if (d_model % heads != 0) throw std::invalid_argument("cross-attention: d_model must be divisible by num_heads");
+  Wq = register_module("Wq", torch::nn::Linear(d_model, d_k * heads));
+  Wk = register_module("Wk", torch::nn::Linear(d_model, d_k * heads));
+  Wv = register_module("Wv", torch::nn::Linear(d_model, d_k * heads));
+  out_linear = register_module("out_linear", torch::nn::Linear(d_model, d_model));
+}
+
+torch::Tensor CrossAttentionImpl::split_heads(const torch::Tensor& x) {
+  return x.view({x.size(0), x.size(1), heads, d_k}).transpose(1, 2);
+}
+
+torch::Tensor CrossAttentionImpl::attend(const torch::Tensor& q, const torch::Tensor& keys,
+                                         const torch::Tensor& values, const torch::Tensor& mask) {
+  const int64_t B = q.size(0), T = q.size(1);
+  auto scores = torch::matmul(split_heads(Wq(q)), keys.transpose(3, 2)) / std::sqrt(static_cast<double>(d_k));
+  // The reference fills with -1e4, not -inf: a fully masked row (padding) is uniform, not NaN.
+  if (mask.defined()) scores = scores.masked_fill(mask.unsqueeze(1) == 0, -1e4);
+  scores = torch::softmax(scores, -1);
+  const auto out = torch::matmul(scores, values).permute({0, 2, 1, 3}).contiguous().view({B, T, d_model});
+  return out_linear(out);
+}
+
+// ---------------------------------------------------------------- decoder layer
+
+DecoderLayerImpl::DecoderLayerImpl(int64_t d_model, int64_t heads, int64_t d_ff, int64_t num_exp) {
+  norm_1 = register_module("norm_1", layer_norm(d_model));
+  norm_2 = register_module("norm_2", layer_norm(d_model));
+  norm_3 = register_module("norm_3", layer_norm(d_model));
+  mha = register_module("mha", CrossAttention(d_model, heads));
+  dyn_exp = register_module("dyn_exp", DynamicExpansion(d_model, num_exp));
+  ff = register_module("ff", FeedForward(d_model, d_ff));
+}
+
+torch::Tensor DecoderLayerImpl::forward(const torch::Tensor& x, const torch::Tensor& cross_keys,
+                                        const torch::Tensor& cross_values, const torch::Tensor& self_mask,
+                                        const torch::Tensor& cross_mask) {
+  auto out = x + apply_dropout(dyn_exp(norm_1(x), self_mask), this->dropout, is_training());
+  return cross_and_ff(out, cross_keys, cross_values, cross_mask);
+}
+
+torch::Tensor DecoderLayerImpl::cross_and_ff(torch::Tensor x, const torch::Tensor& cross_keys,
+                                             const torch::Tensor& cross_values, const torch::Tensor& cross_mask) {
+  const bool training = is_training();
+  x = x + apply_dropout(mha->attend(norm_2(x), cross_keys, cross_values, cross_mask), this->dropout, training);
+  return x + apply_dropout(ff(norm_3(x)), this->dropout, training);
+}
+
+EmbeddingLayerImpl::EmbeddingLayerImpl(int64_t vocab_size, int64_t d_model_) : d_model(d_model_) {
+  embed = register_module("embed", torch::nn::Embedding(vocab_size, d_model));
+}
+
+torch::Tensor EmbeddingLayerImpl::forward(const torch::Tensor& tokens) {
+  // Dropout before the scaling, as the reference does.
+  return apply_dropout(embed(tokens), this->dropout, is_training()) * std::sqrt(static_cast<double>(d_model));
+}
+
+// ---------------------------------------------------------------- whole model
+
+ExpansionNetImpl::ExpansionNetImpl(const ModelConfig& config, int64_t vocab_size, bool reference_init)
+    : config_(config), vocab_size_(vocab_size) {
+  config_.validate();
+  if (vocab_size <= 0) throw std::invalid_argument("model: vocabulary size must be positive");
+  const int64_t d = config_.d_model;
+  swin_transf = register_module("swin_transf", SwinTransformer(config_));
+  auto enc_list = register_module("encoders", torch::nn::ModuleList());
+  for (int64_t i = 0; i < config_.N_enc; ++i) {
+    EncoderLayer layer(d, config_.ff, config_.num_exp_enc_list);
+    enc_list->push_back(layer);
+    encoders.push_back(layer);
+  }
+  auto dec_list = register_module("decoders", torch::nn::ModuleList());
+  for (int64_t i = 0; i < config_.N_dec; ++i) {
+    DecoderLayer layer(d, config_.num_heads, config_.ff, config_.num_exp_dec);
+    dec_list->push_back(layer);
+    decoders.push_back(layer);
+  }
+  input_linear = register_module("input_linear", torch::nn::Linear(config_.final_swin_dim, d));
+  vocab_linear = register_module("vocab_linear", torch::nn::Linear(d, vocab_size));
+  out_embedder = register_module("out_embedder", EmbeddingLayer(vocab_size, d));
+  pos_encoder = register_module("pos_encoder", torch::nn::Embedding(config_.max_seq_len, d));
+  enc_reduce_group = register_module("enc_reduce_group", torch::nn::Linear(d * config_.N_enc, d));
+  enc_reduce_norm = register_module("enc_reduce_norm", layer_norm(d));
+  dec_reduce_group = register_module("dec_reduce_group", torch::nn::Linear(d * config_.N_dec, d));
+  dec_reduce_norm = register_module("dec_reduce_norm", layer_norm(d));
+  if (reference_init) reset_parameters();
+}
+
+torch::Tensor ExpansionNetImpl::backbone(const torch::Tensor& images) { return swin_transf(images); }
+
+torch::Tensor ExpansionNetImpl::encode(const torch::Tensor& features) {
+  if (features.dim() != 3 || features.size(2) != config_.final_swin_dim)
+    throw std::invalid_argument("encode: expected features B x N x " + std::to_string(config_.final_swin_dim) +
+                                ", got " + shape_text(features));
+  const bool training = is_training();
+  auto x = apply_dropout(input_linear(features), dropout_.enc_input, training);
+  std::vector<torch::Tensor> outputs;
+  for (auto& layer : encoders) {
+    x = layer(x);
+    outputs.push_back(x);
+  }
+  x = x + apply_dropout(enc_reduce_group(torch::cat(outputs, -1)), dropout_.other, training);
+  return enc_reduce_norm(x);
+}
+
+torch::Tensor ExpansionNetImpl::embed_tokens(const torch::Tensor& tokens, int64_t first_position) {
+  if (tokens.dim() != 2) throw std::invalid_argument("decode: expected tokens B x T, got " + shape_text(tokens));
+  const int64_t T = tokens.size(1);
+  if (first_position < 0 || first_position + T > config_.max_seq_len)
+    throw std::invalid_argument("decode: positions " + std::to_string(first_position) + ".." +
+                                std::to_string(first_position + T - 1) + " exceed max_seq_len " +
+                                std::to_string(config_.max_seq_len));
+  if (tokens.numel() > 0) {
+    const int64_t lo = tokens.min().item<int64_t>(), hi = tokens.max().item<int64_t>();
+    if (lo < 0 || hi >= vocab_size_)
+      throw std::invalid_argument("decode: token id " + std::to_string(lo < 0 ? lo : hi) +
+                                  " is outside the vocabulary (size " + std::to_string(vocab_size_) + ")");
+  }
+  const auto positions = torch::arange(first_position, first_position + T, tokens.options().dtype(torch::kLong));
+  return out_embedder(tokens) + pos_encoder(positions);
+}
+
+torch::Tensor ExpansionNetImpl::decode_hidden(const torch::Tensor& enc_out, const torch::Tensor& tokens,
+                                              const torch::Tensor& self_mask, const torch::Tensor& cross_mask) {
+  if (enc_out.dim() != 3 || enc_out.size(2) != config_.d_model || enc_out.size(0) != tokens.size(0))
+    throw std::invalid_argument("decode: encoder output " + shape_text(enc_out) + " does not match " +
+                                std::to_string(tokens.size(0)) + " sequences of d_model " +
+                                std::to_string(config_.d_model));
+  const bool training = is_training();
+  auto y = embed_tokens(tokens);
+  std::vector<torch::Tensor> outputs;
+  for (auto& layer : decoders) {
+    y = layer(y, layer->mha->project_keys(enc_out), layer->mha->project_values(enc_out), self_mask, cross_mask);
+    outputs.push_back(y);
+  }
+  y = y + apply_dropout(dec_reduce_group(torch::cat(outputs, -1)), dropout_.other, training);
+  return dec_reduce_norm(y);
+}
+
+torch::Tensor ExpansionNetImpl::log_probs(const torch::Tensor& hidden) {
+  return torch::log_softmax(vocab_linear(hidden), -1);
+}
+
+torch::Tensor ExpansionNetImpl::decode(const torch::Tensor& enc_out, const torch::Tensor& tokens,
+                                       const torch::Tensor& self_mask, const torch::Tensor& cross_mask) {
+  return log_probs(decode_hidden(enc_out, tokens, self_mask, cross_mask));
+}
+
+void ExpansionNetImpl::reset_parameters() {
+  torch::NoGradGuard no_grad;
+  // Swin's own init sets Linear biases to 0 and LayerNorms to 1/0; its
+  // truncated-normal weights are then overwritten by the captioner's
+  // Xavier-uniform pass over every tensor with more than one dimension
+  // (Swin included), so only that pass is reproduced for weights.
+  for (const auto& module : swin_transf->modules(/*include_self=*/false)) {
+    if (auto* linear = module->as<torch::nn::Linear>()) {
+      if (linear->bias.defined()) linear->bias.zero_();
+    } else if (auto* norm = module->as<torch::nn::LayerNorm>()) {
+      norm->weight.fill_(1.0);
+      norm->bias.zero_();
+    }
+  }
+  for (auto& p : parameters())
+    if (p.dim() > 1) torch::nn::init::xavier_uniform_(p);
+}
+
+void ExpansionNetImpl::set_dropout(const DropoutRates& rates) {
+  dropout_ = rates;
+  swin_transf->set_dropout(rates);
+  for (auto& layer : encoders) {
+    layer->dropout = rates.enc;
+    layer->stc_exp->dropout = rates.enc;
+    layer->ff->dropout = rates.enc;
+  }
+  for (auto& layer : decoders) {
+    layer->dropout = rates.dec;
+    layer->dyn_exp->dropout = rates.dec;
+    layer->ff->dropout = rates.dec;
+  }
+  out_embedder->dropout = rates.dec_input;
+}
+
+// ---------------------------------------------------------------- masks
+
+torch::Tensor causal_self_mask(const torch::Tensor& tokens, int64_t pad_id) {
+  const int64_t B = tokens.size(0), T = tokens.size(1);
+  auto visible = torch::ones({T, T}, tokens.options().dtype(torch::kBool)).tril().unsqueeze(0).expand({B, T, T});
+  if (pad_id < 0) return visible.contiguous();
+  const auto real = tokens != pad_id;
+  return visible.logical_and(real.unsqueeze(1)).logical_and(real.unsqueeze(2));
+}
+
+torch::Tensor cross_attention_mask(const torch::Tensor& tokens, int64_t pad_id, int64_t enc_len) {
+  const int64_t B = tokens.size(0), T = tokens.size(1);
+  if (pad_id < 0) return torch::ones({B, T, enc_len}, tokens.options().dtype(torch::kBool));
+  return (tokens != pad_id).unsqueeze(2).expand({B, T, enc_len}).contiguous();
+}
+
+// ---------------------------------------------------------------- state_dict view
+
+namespace {
+void collect_state(const torch::nn::Module& module, const std::string& prefix, std::vector<StateEntry>& out) {
+  for (const auto& item : module.named_parameters(/*recurse=*/false))
+    if (item.value().defined()) out.push_back({prefix + item.key(), item.value(), false});
+  for (const auto& item : module.named_buffers(/*recurse=*/false))
+    if (item.value().defined()) out.push_back({prefix + item.key(), item.value(), true});
+  for (const auto& child : module.named_children()) collect_state(*child.value(), prefix + child.key() + ".", out);
+}
+}  // namespace
+
+std::vector<StateEntry> state_entries(const torch::nn::Module& module) {
+  std::vector<StateEntry> out;
+  collect_state(module, "", out);
+  return out;
+}
+
+int64_t count_parameters(const torch::nn::Module& module) {
+  int64_t total = 0;
+  for (const auto& entry : state_entries(module))
+    if (!entry.is_buffer) total += entry.tensor.numel();
+  return total;
+}
+
+std::string torch_dtype_name(const torch::Tensor& tensor) {
+  switch (tensor.scalar_type()) {
+    case torch::kFloat: return "float32";
+    case torch::kDouble: return "float64";
+    case torch::kHalf: return "float16";
+    case torch::kBFloat16: return "bfloat16";
+    case torch::kLong: return "int64";
+    case torch::kInt: return "int32";
+    case torch::kShort: return "int16";
+    case torch::kChar: return "int8";
+    case torch::kByte: return "uint8";
+    case torch::kBool: return "bool";
+    default: return c10::toString(tensor.scalar_type());
+  }
+}
+
+}  // namespace expnet

@@ -1,0 +1,293 @@
+#include "expnet/model_config.h"
+
+#include <algorithm>
+#include <filesystem>
+#include <fstream>
+#include <functional>
+#include <nlohmann/json.hpp>
+#include <numeric>
+#include <set>
+#include <sstream>
+#include <stdexcept>
+
+namespace expnet {
+namespace {
+
+using nlohmann::json;
+
+std::string join(const std::vector<std::string>& items) {
+  std::string out;
+  for (const auto& item : items) out += (out.empty() ? "" : ", ") + item;
+  return out;
+}
+
+// One table drives reading, writing and the list of accepted keys, so the
+// three can never disagree.
+struct Field {
+  const char* name;
+  std::function<void(const json&, ModelConfig&, const std::string& where)> read;
+  std::function<void(const ModelConfig&, json&)> write;
+};
+
+[[noreturn]] void wrong_type(const std::string& where, const char* expected, const json& value) {
+  throw std::invalid_argument(where + " must be " + expected + ", got " + value.dump());
+}
+
+int64_t read_int(const json& value, const std::string& where) {
+  if (!value.is_number_integer()) wrong_type(where, "an integer", value);
+  return value.get<int64_t>();
+}
+
+Field int_field(const char* name, int64_t ModelConfig::*member) {
+  return {name, [member](const json& v, ModelConfig& c, const std::string& where) { c.*member = read_int(v, where); },
+          [member, name](const ModelConfig& c, json& out) { out[name] = c.*member; }};
+}
+
+Field list_field(const char* name, std::vector<int64_t> ModelConfig::*member) {
+  return {name,
+          [member](const json& v, ModelConfig& c, const std::string& where) {
+            if (!v.is_array()) wrong_type(where, "a list of integers", v);
+            std::vector<int64_t> values;
+            for (size_t i = 0; i < v.size(); ++i) values.push_back(read_int(v[i], where + "[" + std::to_string(i) + "]"));
+            c.*member = std::move(values);
+          },
+          [member, name](const ModelConfig& c, json& out) { out[name] = c.*member; }};
+}
+
+Field bool_field(const char* name, bool ModelConfig::*member) {
+  return {name,
+          [member](const json& v, ModelConfig& c, const std::string& where) {
+            if (!v.is_boolean()) wrong_type(where, "true or false", v);
+            c.*member = v.get<bool>();
+          },
+          [member, name](const ModelConfig& c, json& out) { out[name] = c.*member; }};
+}
+
+const std::vector<Field>& fields() {
+  static const std::vector<Field> table = {
+      int_field("swin_img_size", &ModelConfig::swin_img_size),
+      int_field("swin_patch_size", &ModelConfig::swin_patch_size),
+      int_field("swin_in_chans", &ModelConfig::swin_in_chans),
+      int_field("swin_embed_dim", &ModelConfig::swin_embed_dim),
+      list_field("swin_depths", &ModelConfig::swin_depths),
+      list_field("swin_num_heads", &ModelConfig::swin_num_heads),
+      int_field("swin_window_size", &ModelConfig::swin_window_size),
+      {"swin_mlp_ratio",
+       [](const json& v, ModelConfig& c, const std::string& where) {
+         if (!v.is_number()) wrong_type(where, "a number", v);
+         c.swin_mlp_ratio = v.get<double>();
+       },
+       [](const ModelConfig& c, json& out) { out["swin_mlp_ratio"] = c.swin_mlp_ratio; }},
+      bool_field("swin_qkv_bias", &ModelConfig::swin_qkv_bias),
+      bool_field("swin_ape", &ModelConfig::swin_ape),
+      bool_field("swin_patch_norm", &ModelConfig::swin_patch_norm),
+      int_field("final_swin_dim", &ModelConfig::final_swin_dim),
+      int_field("d_model", &ModelConfig::d_model),
+      int_field("N_enc", &ModelConfig::N_enc),
+      int_field("N_dec", &ModelConfig::N_dec),
+      int_field("ff", &ModelConfig::ff),
+      int_field("num_heads", &ModelConfig::num_heads),
+      list_field("num_exp_enc_list", &ModelConfig::num_exp_enc_list),
+      int_field("num_exp_dec", &ModelConfig::num_exp_dec),
+      int_field("max_seq_len", &ModelConfig::max_seq_len),
+  };
+  return table;
+}
+
+std::vector<std::string> field_names() {
+  std::vector<std::string> names;
+  for (const auto& f : fields()) names.emplace_back(f.name);
+  return names;
+}
+
+}  // namespace
+
+int64_t ModelConfig::stage_window(int64_t stage) const {
+  return std::min(stage_resolution(stage), swin_window_size);
+}
+
+int64_t ModelConfig::feature_tokens() const {
+  const int64_t r = stage_resolution(num_stages() - 1);
+  return r * r;
+}
+
+int64_t ModelConfig::total_enc_expansions() const {
+  return std::accumulate(num_exp_enc_list.begin(), num_exp_enc_list.end(), int64_t{0});
+}
+
+void ModelConfig::validate(const std::string& source) const {
+  const auto fail = [&](const std::string& why) { throw std::invalid_argument(source + ": " + why); };
+  const std::vector<std::pair<const char*, int64_t>> positives = {
+      {"swin_img_size", swin_img_size},   {"swin_patch_size", swin_patch_size}, {"swin_in_chans", swin_in_chans},
+      {"swin_embed_dim", swin_embed_dim}, {"swin_window_size", swin_window_size}, {"final_swin_dim", final_swin_dim},
+      {"d_model", d_model},               {"N_enc", N_enc},                     {"N_dec", N_dec},
+      {"ff", ff},                         {"num_heads", num_heads},             {"num_exp_dec", num_exp_dec},
+      {"max_seq_len", max_seq_len}};
+  for (const auto& [name, value] : positives)
+    if (value <= 0) fail(std::string(name) + " must be positive, got " + std::to_string(value));
+  if (!(swin_mlp_ratio > 0)) fail("swin_mlp_ratio must be positive, got " + std::to_string(swin_mlp_ratio));
+  if (swin_depths.empty()) fail("swin_depths must list at least one stage");
+  if (swin_depths.size() != swin_num_heads.size())
+    fail("swin_depths has " + std::to_string(swin_depths.size()) + " stages but swin_num_heads has " +
+         std::to_string(swin_num_heads.size()));
+  if (swin_depths.size() > 8) fail("swin_depths lists " + std::to_string(swin_depths.size()) + " stages (at most 8)");
+  if (swin_patch_size > swin_img_size)
+    fail("swin_patch_size " + std::to_string(swin_patch_size) + " exceeds swin_img_size " + std::to_string(swin_img_size));
+  for (int64_t s = 0; s < num_stages(); ++s) {
+    const std::string stage = "Swin stage " + std::to_string(s);
+    if (swin_depths[s] <= 0) fail("swin_depths[" + std::to_string(s) + "] must be positive");
+    if (swin_num_heads[s] <= 0) fail("swin_num_heads[" + std::to_string(s) + "] must be positive");
+    const int64_t res = stage_resolution(s), dim = stage_dim(s);
+    if (res <= 0)
+      fail(stage + " has no tokens left: swin_img_size / swin_patch_size = " + std::to_string(patches_resolution()) +
+           " is too small for " + std::to_string(num_stages()) + " stages");
+    if (dim % swin_num_heads[s] != 0)
+      fail(stage + " has " + std::to_string(dim) + " channels, not divisible by swin_num_heads[" + std::to_string(s) +
+           "] = " + std::to_string(swin_num_heads[s]));
+    if (static_cast<int64_t>(dim * swin_mlp_ratio) <= 0) fail(stage + ": swin_mlp_ratio gives an empty MLP");
+    if (res > swin_window_size && res % swin_window_size != 0)
+      fail(stage + " resolution " + std::to_string(res) + " is not a multiple of swin_window_size " +
+           std::to_string(swin_window_size));
+    if (s + 1 < num_stages() && res % 2 != 0)
+      fail(stage + " resolution " + std::to_string(res) + " is odd: patch merging needs an even resolution");
+  }
+  const int64_t last_dim = stage_dim(num_stages() - 1);
+  if (final_swin_dim != last_dim)
+    fail("final_swin_dim is " + std::to_string(final_swin_dim) + " but the backbone ends with swin_embed_dim * 2^" +
+         std::to_string(num_stages() - 1) + " = " + std::to_string(last_dim) + " channels");
+  if (d_model % num_heads != 0)
+    fail("d_model " + std::to_string(d_model) + " is not divisible by num_heads " + std::to_string(num_heads));
+  if (num_exp_enc_list.empty()) fail("num_exp_enc_list must list at least one group");
+  for (size_t i = 0; i < num_exp_enc_list.size(); ++i)
+    if (num_exp_enc_list[i] <= 0) fail("num_exp_enc_list[" + std::to_string(i) + "] must be positive");
+}
+
+ModelConfig ModelConfig::from_json(const std::string& text, const std::string& source) {
+  json doc;
+  try {
+    doc = json::parse(text);
+  } catch (const json::parse_error& e) {
+    throw std::invalid_argument(source + ": not valid JSON (" + e.what() + ")");
+  }
+  if (!doc.is_object()) throw std::invalid_argument(source + ": expected a JSON object of model settings");
+  const auto names = field_names();
+  for (const auto& item : doc.items())
+    if (std::find(names.begin(), names.end(), item.key()) == names.end())
+      throw std::invalid_argument(source + ": unknown key '" + item.key() + "' (accepted keys: " + join(names) + ")");
+  ModelConfig config;
+  std::vector<std::string> missing;
+  for (const auto& field : fields()) {
+    const auto it = doc.find(field.name);
+    if (it == doc.end()) {
+      missing.emplace_back(field.name);
+      continue;
+    }
+    field.read(*it, config, source + ": '" + field.name + "'");
+  }
+  if (!missing.empty()) throw std::invalid_argument(source + ": missing key(s) " + join(missing));
+  config.validate(source);
+  return config;
+}
+
+ModelConfig ModelConfig::load(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) throw std::runtime_error("cannot open model config '" + path + "'");
+  std::stringstream buffer;
+  buffer << in.rdbuf();
+  try {
+    return from_json(buffer.str(), "model config '" + path + "'");
+  } catch (const std::invalid_argument& e) {
+    throw std::runtime_error(e.what());
+  }
+}
+
+std::string ModelConfig::to_json(int indent) const {
+  json out = json::object();
+  for (const auto& field : fields()) field.write(*this, out);
+  return out.dump(indent);
+}
+
+bool ModelConfig::operator==(const ModelConfig& o) const {
+  return swin_img_size == o.swin_img_size && swin_patch_size == o.swin_patch_size &&
+         swin_in_chans == o.swin_in_chans && swin_embed_dim == o.swin_embed_dim && swin_depths == o.swin_depths &&
+         swin_num_heads == o.swin_num_heads && swin_window_size == o.swin_window_size &&
+         swin_mlp_ratio == o.swin_mlp_ratio && swin_qkv_bias == o.swin_qkv_bias && swin_ape == o.swin_ape &&
+         swin_patch_norm == o.swin_patch_norm && final_swin_dim == o.final_swin_dim && d_model == o.d_model &&
+         N_enc == o.N_enc && N_dec == o.N_dec && ff == o.ff && num_heads == o.num_heads &&
+         num_exp_enc_list == o.num_exp_enc_list && num_exp_dec == o.num_exp_dec && max_seq_len == o.max_seq_len;
+}
+
+ModelConfig official_model_config() { return ModelConfig{}; }  // the defaults are the released model
+
+ModelConfig tiny_model_config() {
+  ModelConfig c;
+  c.swin_img_size = 128;
+  c.swin_patch_size = 4;
+  c.swin_in_chans = 3;
+  c.swin_embed_dim = 24;
+  c.swin_depths = {2, 2, 2, 2};
+  c.swin_num_heads = {1, 2, 3, 6};
+  c.swin_window_size = 4;
+  c.swin_mlp_ratio = 4.0;
+  c.swin_qkv_bias = true;
+  c.swin_ape = false;
+  c.swin_patch_norm = true;
+  c.final_swin_dim = 192;
+  c.d_model = 64;
+  c.N_enc = 2;
+  c.N_dec = 2;
+  c.ff = 128;
+  c.num_heads = 4;
+  c.num_exp_enc_list = {4, 8, 16};
+  c.num_exp_dec = 4;
+  c.max_seq_len = 20;
+  return c;
+}
+
+ModelConfig small_model_config() {
+  // 192x192 input, a 4-stage Swin with 32 base channels (48->24->12->6 token
+  // grids, window 6: the last stage is one window), d_model 256: 6,570,318
+  // parameters plus 513 per vocabulary word (embedding, projection, bias).
+  ModelConfig c;
+  c.swin_img_size = 192;
+  c.swin_patch_size = 4;
+  c.swin_in_chans = 3;
+  c.swin_embed_dim = 32;
+  c.swin_depths = {2, 2, 2, 2};
+  c.swin_num_heads = {1, 2, 4, 8};
+  c.swin_window_size = 6;
+  c.swin_mlp_ratio = 4.0;
+  c.swin_qkv_bias = true;
+  c.swin_ape = false;
+  c.swin_patch_norm = true;
+  c.final_swin_dim = 256;
+  c.d_model = 256;
+  c.N_enc = 2;
+  c.N_dec = 2;
+  c.ff = 1024;
+  c.num_heads = 8;
+  c.num_exp_enc_list = {16, 32, 64};
+  c.num_exp_dec = 8;
+  c.max_seq_len = 74;
+  return c;
+}
+
+std::vector<std::string> model_preset_names() { return {"official", "tiny", "small"}; }
+
+ModelConfig resolve_model_config(const std::string& preset_or_path) {
+  if (preset_or_path == "official") return official_model_config();
+  if (preset_or_path == "tiny") return tiny_model_config();
+  if (preset_or_path == "small") return small_model_config();
+  if (preset_or_path == "demo")
+    throw std::runtime_error("preset 'demo' is not available yet (it comes with the bundled demo model); use " +
+                             join(model_preset_names()) + " or a JSON file");
+  if (preset_or_path.empty())
+    throw std::runtime_error("--model is empty: give a preset (" + join(model_preset_names()) + ") or a JSON file");
+  std::error_code ec;
+  if (!std::filesystem::is_regular_file(preset_or_path, ec))
+    throw std::runtime_error("--model '" + preset_or_path + "' is neither a preset (" + join(model_preset_names()) +
+                             ") nor an existing JSON file");
+  return ModelConfig::load(preset_or_path);
+}
+
+}  // namespace expnet

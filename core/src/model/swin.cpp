@@ -1,0 +1,246 @@
+// Swin Transformer backbone of ExpansionNet v2 (classification head removed).
+// Shapes, names and operation order follow the reference implementation so
+// that reference weights give the same features (fixture tiny/: 1e-4).
+#include <cmath>
+#include <stdexcept>
+
+#include "expnet/model.h"
+
+namespace expnet {
+namespace {
+
+namespace F = torch::nn::functional;
+
+// B x H x W x C -> (windows*B) x w x w x C, windows in row-major order.
+torch::Tensor window_partition(const torch::Tensor& x, int64_t w) {
+  const int64_t B = x.size(0), H = x.size(1), W = x.size(2), C = x.size(3);
+  return x.view({B, H / w, w, W / w, w, C}).permute({0, 1, 3, 2, 4, 5}).contiguous().view({-1, w, w, C});
+}
+
+torch::Tensor window_reverse(const torch::Tensor& windows, int64_t w, int64_t H, int64_t W) {
+  const int64_t B = windows.size(0) / ((H / w) * (W / w));
+  return windows.view({B, H / w, W / w, w, w, -1}).permute({0, 1, 3, 2, 4, 5}).contiguous().view({B, H, W, -1});
+}
+
+// Index of the relative position (dy, dx) of every pair of window positions in
+// the (2w-1)^2 bias table.
+torch::Tensor make_relative_position_index(int64_t w) {
+  auto index = torch::empty({w * w, w * w}, torch::kLong);
+  auto acc = index.accessor<int64_t, 2>();
+  for (int64_t i = 0; i < w * w; ++i)
+    for (int64_t j = 0; j < w * w; ++j) {
+      const int64_t dy = i / w - j / w + (w - 1), dx = i % w - j % w + (w - 1);
+      acc[i][j] = dy * (2 * w - 1) + dx;
+    }
+  return index;
+}
+
+// After the cyclic shift, windows at the border mix regions that are not
+// neighbours in the image; attention between different regions gets -100.
+torch::Tensor make_shift_attention_mask(int64_t resolution, int64_t w, int64_t shift) {
+  auto img_mask = torch::zeros({1, resolution, resolution, 1});
+  auto acc = img_mask.accessor<float, 4>();
+  const auto region = [&](int64_t p) { return p < resolution - w ? 0 : (p < resolution - shift ? 1 : 2); };
+  for (int64_t h = 0; h < resolution; ++h)
+    for (int64_t c = 0; c < resolution; ++c) acc[0][h][c][0] = static_cast<float>(region(h) * 3 + region(c));
+  const auto mask_windows = window_partition(img_mask, w).view({-1, w * w});
+  const auto diff = mask_windows.unsqueeze(1) - mask_windows.unsqueeze(2);
+  return diff.masked_fill(diff != 0, -100.0).masked_fill(diff == 0, 0.0);
+}
+
+torch::Tensor apply_drop_path(const torch::Tensor& x, double rate, bool training) {
+  if (!training || rate <= 0) return x;
+  const double keep = 1.0 - rate;
+  std::vector<int64_t> shape(static_cast<size_t>(x.dim()), 1);
+  shape[0] = x.size(0);
+  auto random = (keep + torch::rand(shape, x.options())).floor_();
+  return x.div(keep) * random;
+}
+
+}  // namespace
+
+// ---------------------------------------------------------------- attention
+
+SwinWindowAttentionImpl::SwinWindowAttentionImpl(int64_t dim_, int64_t window_, int64_t heads_, bool qkv_bias)
+    : dim(dim_), window(window_), heads(heads_), scale(std::pow(static_cast<double>(dim_ / heads_), -0.5)) {
+  relative_position_bias_table =
+      register_parameter("relative_position_bias_table", torch::zeros({(2 * window - 1) * (2 * window - 1), heads}));
+  relative_position_index = register_buffer("relative_position_index", make_relative_position_index(window));
+  qkv = register_module("qkv", torch::nn::Linear(torch::nn::LinearOptions(dim, dim * 3).bias(qkv_bias)));
+  proj = register_module("proj", torch::nn::Linear(dim, dim));
+}
+
+torch::Tensor SwinWindowAttentionImpl::relative_position_bias() {
+  const int64_t n = window * window;
+  return relative_position_bias_table.index_select(0, relative_position_index.view(-1))
+      .view({n, n, -1})
+      .permute({2, 0, 1})
+      .contiguous();
+}
+
+torch::Tensor SwinWindowAttentionImpl::forward(const torch::Tensor& x, const torch::Tensor& mask) {
+  const int64_t B_ = x.size(0), N = x.size(1), C = x.size(2);
+  const auto qkv_out = qkv(x).reshape({B_, N, 3, heads, C / heads}).permute({2, 0, 3, 1, 4});
+  const auto q = qkv_out[0] * scale;
+  auto attn = torch::matmul(q, qkv_out[1].transpose(-2, -1));
+  attn = attn + relative_position_bias().unsqueeze(0);
+  if (mask.defined()) {
+    const int64_t nW = mask.size(0);
+    attn = attn.view({B_ / nW, nW, heads, N, N}) + mask.unsqueeze(1).unsqueeze(0);
+    attn = attn.view({-1, heads, N, N});
+  }
+  attn = torch::softmax(attn, -1);
+  attn = F::dropout(attn, F::DropoutFuncOptions().p(attn_drop).training(is_training()));
+  auto out = torch::matmul(attn, qkv_out[2]).transpose(1, 2).reshape({B_, N, C});
+  out = proj(out);
+  return F::dropout(out, F::DropoutFuncOptions().p(proj_drop).training(is_training()));
+}
+
+// ---------------------------------------------------------------- block
+
+SwinMlpImpl::SwinMlpImpl(int64_t dim, int64_t hidden) {
+  fc1 = register_module("fc1", torch::nn::Linear(dim, hidden));
+  fc2 = register_module("fc2", torch::nn::Linear(hidden, dim));
+}
+
+torch::Tensor SwinMlpImpl::forward(const torch::Tensor& x) {
+  const auto opts = F::DropoutFuncOptions().p(drop).training(is_training());
+  auto h = F::dropout(torch::gelu(fc1(x)), opts);  // exact (erf) GELU, as nn.GELU()
+  return F::dropout(fc2(h), opts);
+}
+
+SwinBlockImpl::SwinBlockImpl(int64_t dim_, int64_t resolution_, int64_t heads, int64_t window_, int64_t shift_,
+                             double mlp_ratio, bool qkv_bias)
+    : dim(dim_), resolution(resolution_), window(window_), shift(shift_) {
+  if (resolution <= window) {  // one window covers the stage: no partition, no shift
+    shift = 0;
+    window = resolution;
+  }
+  if (shift < 0 || shift >= window) throw std::invalid_argument("Swin block: shift must lie in [0, window)");
+  norm1 = register_module("norm1", torch::nn::LayerNorm(torch::nn::LayerNormOptions({dim}).eps(1e-5)));
+  attn = register_module("attn", SwinWindowAttention(dim, window, heads, qkv_bias));
+  norm2 = register_module("norm2", torch::nn::LayerNorm(torch::nn::LayerNormOptions({dim}).eps(1e-5)));
+  mlp = register_module("mlp", SwinMlp(dim, static_cast<int64_t>(dim * mlp_ratio)));
+  if (shift > 0) attn_mask = register_buffer("attn_mask", make_shift_attention_mask(resolution, window, shift));
+}
+
+torch::Tensor SwinBlockImpl::forward(const torch::Tensor& x) {
+  const int64_t B = x.size(0), L = x.size(1), C = x.size(2);
+  if (L != resolution * resolution)
+    throw std::invalid_argument("Swin block: expected " + std::to_string(resolution * resolution) + " tokens, got " +
+                                std::to_string(L));
+  const auto shortcut = x;
+  auto h = norm1(x).view({B, resolution, resolution, C});
+  if (shift > 0) h = torch::roll(h, {-shift, -shift}, {1, 2});
+  auto windows = window_partition(h, window).view({-1, window * window, C});
+  windows = attn(windows, attn_mask);
+  h = window_reverse(windows.view({-1, window, window, C}), window, resolution, resolution);
+  if (shift > 0) h = torch::roll(h, {shift, shift}, {1, 2});
+  h = h.reshape({B, resolution * resolution, C});
+  auto out = shortcut + apply_drop_path(h, drop_path, is_training());
+  return out + apply_drop_path(mlp(norm2(out)), drop_path, is_training());
+}
+
+// ---------------------------------------------------------------- stage
+
+SwinPatchMergingImpl::SwinPatchMergingImpl(int64_t resolution_, int64_t dim) : resolution(resolution_) {
+  reduction = register_module("reduction", torch::nn::Linear(torch::nn::LinearOptions(4 * dim, 2 * dim).bias(false)));
+  norm = register_module("norm", torch::nn::LayerNorm(torch::nn::LayerNormOptions({4 * dim}).eps(1e-5)));
+}
+
+torch::Tensor SwinPatchMergingImpl::forward(const torch::Tensor& x) {
+  using torch::indexing::None;
+  using torch::indexing::Slice;
+  const int64_t B = x.size(0), C = x.size(2);
+  const auto grid = x.view({B, resolution, resolution, C});
+  const auto x0 = grid.index({Slice(), Slice(0, None, 2), Slice(0, None, 2)});
+  const auto x1 = grid.index({Slice(), Slice(1, None, 2), Slice(0, None, 2)});
+  const auto x2 = grid.index({Slice(), Slice(0, None, 2), Slice(1, None, 2)});
+  const auto x3 = grid.index({Slice(), Slice(1, None, 2), Slice(1, None, 2)});
+  const auto merged = torch::cat({x0, x1, x2, x3}, -1).view({B, -1, 4 * C});
+  return reduction(norm(merged));
+}
+
+SwinStageImpl::SwinStageImpl(const ModelConfig& config, int64_t stage) {
+  const int64_t dim = config.stage_dim(stage), res = config.stage_resolution(stage);
+  auto list = register_module("blocks", torch::nn::ModuleList());
+  for (int64_t i = 0; i < config.swin_depths[stage]; ++i) {
+    SwinBlock block(dim, res, config.swin_num_heads[stage], config.swin_window_size,
+                    i % 2 == 0 ? 0 : config.swin_window_size / 2, config.swin_mlp_ratio, config.swin_qkv_bias);
+    list->push_back(block);
+    blocks.push_back(block);
+  }
+  if (stage + 1 < config.num_stages()) downsample = register_module("downsample", SwinPatchMerging(res, dim));
+}
+
+torch::Tensor SwinStageImpl::forward(torch::Tensor x) {
+  for (auto& block : blocks) x = block(x);
+  if (downsample) x = downsample(x);
+  return x;
+}
+
+// ---------------------------------------------------------------- whole backbone
+
+SwinPatchEmbedImpl::SwinPatchEmbedImpl(const ModelConfig& config) {
+  proj = register_module("proj", torch::nn::Conv2d(torch::nn::Conv2dOptions(config.swin_in_chans, config.swin_embed_dim,
+                                                                            config.swin_patch_size)
+                                                       .stride(config.swin_patch_size)));
+  if (config.swin_patch_norm)
+    norm = register_module("norm",
+                           torch::nn::LayerNorm(torch::nn::LayerNormOptions({config.swin_embed_dim}).eps(1e-5)));
+}
+
+torch::Tensor SwinPatchEmbedImpl::forward(const torch::Tensor& images) {
+  auto x = proj(images).flatten(2).transpose(1, 2);
+  return norm ? norm(x) : x;
+}
+
+SwinTransformerImpl::SwinTransformerImpl(const ModelConfig& config_) : config(config_) {
+  config.validate();
+  patch_embed = register_module("patch_embed", SwinPatchEmbed(config));
+  if (config.swin_ape) {
+    const int64_t n = config.patches_resolution() * config.patches_resolution();
+    absolute_pos_embed = register_parameter("absolute_pos_embed", torch::zeros({1, n, config.swin_embed_dim}));
+  }
+  auto list = register_module("layers", torch::nn::ModuleList());
+  for (int64_t s = 0; s < config.num_stages(); ++s) {
+    SwinStage stage(config, s);
+    list->push_back(stage);
+    layers.push_back(stage);
+  }
+  norm = register_module(
+      "norm", torch::nn::LayerNorm(torch::nn::LayerNormOptions({config.stage_dim(config.num_stages() - 1)}).eps(1e-5)));
+}
+
+torch::Tensor SwinTransformerImpl::forward(const torch::Tensor& images) {
+  const int64_t S = config.swin_img_size;
+  if (images.dim() != 4 || images.size(1) != config.swin_in_chans || images.size(2) != S || images.size(3) != S) {
+    std::string got;
+    for (const auto s : images.sizes()) got += (got.empty() ? "" : "x") + std::to_string(s);
+    throw std::invalid_argument("backbone: expected images of shape B x " + std::to_string(config.swin_in_chans) +
+                                " x " + std::to_string(S) + " x " + std::to_string(S) + ", got " + got);
+  }
+  auto x = patch_embed(images);
+  if (absolute_pos_embed.defined()) x = x + absolute_pos_embed;
+  x = F::dropout(x, F::DropoutFuncOptions().p(pos_drop).training(is_training()));
+  for (auto& stage : layers) x = stage(x);
+  return norm(x);
+}
+
+void SwinTransformerImpl::set_dropout(const DropoutRates& rates) {
+  pos_drop = rates.swin_drop;
+  int64_t total = 0;
+  for (const auto d : config.swin_depths) total += d;
+  int64_t index = 0;
+  for (auto& stage : layers)
+    for (auto& block : stage->blocks) {
+      // torch.linspace(0, rate, total): the stochastic depth decay rule
+      block->drop_path = total > 1 ? rates.swin_drop_path * static_cast<double>(index) / (total - 1) : 0.0;
+      block->attn->attn_drop = rates.swin_attn_drop;
+      block->attn->proj_drop = rates.swin_drop;
+      block->mlp->drop = rates.swin_drop;
+      ++index;
+    }
+}
+
+}  // namespace expnet

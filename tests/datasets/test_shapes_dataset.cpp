@@ -1,0 +1,175 @@
+// The built-in shapes set: determinism, caption variety and truth, splits,
+// and that the rendered pixels are what the captions say.
+#include <QDir>
+#include <QFile>
+#include <QtTest>
+
+#include <opencv2/imgcodecs.hpp>
+
+#include <regex>
+#include <set>
+
+#include "expnet/caption_text.h"
+#include "expnet/dataset.h"
+#include "expnet/shapes_dataset.h"
+#include "support/fixtures.h"
+
+using namespace expnet;
+
+namespace {
+
+QByteArray read_all(const QString& path) {
+  QFile file(path);
+  if (!file.open(QIODevice::ReadOnly)) return {};
+  return file.readAll();
+}
+
+// The named colour, judged from the pixel alone (independent of the renderer's table).
+bool pixel_is(const std::string& colour, int r, int g, int b) {
+  if (colour == "red") return r > 170 && g < 100 && b < 100;
+  if (colour == "green") return g > 130 && r < 100 && b < 110;
+  if (colour == "blue") return b > 170 && r < 100 && g < 130;
+  if (colour == "yellow") return r > 190 && g > 170 && b < 100;
+  if (colour == "orange") return r > 190 && g > 100 && g < 170 && b < 90;
+  if (colour == "purple") return r > 100 && r < 180 && g < 110 && b > 130;
+  return false;
+}
+
+std::vector<std::string> words_of(const std::string& caption) { return clean_caption(caption); }
+
+}  // namespace
+
+class TestShapesDataset : public QObject {
+  Q_OBJECT
+ private slots:
+  void sameSeedSameBytesWhateverTheThreads() {
+    const QString a = expnet_test::makeTempDir("shapes_a"), b = expnet_test::makeTempDir("shapes_b"),
+                  c = expnet_test::makeTempDir("shapes_c");
+    ShapesOptions options;
+    options.images = 24;
+    options.seed = 5;
+    options.out_dir = a.toStdString();
+    options.threads = 2;
+    const ShapesReport report = make_shapes_dataset(options);
+    QCOMPARE(report.images, int64_t(24));
+    options.out_dir = b.toStdString();
+    options.threads = 1;
+    make_shapes_dataset(options);
+    options.out_dir = c.toStdString();
+    options.seed = 6;
+    make_shapes_dataset(options);
+    QVERIFY(!read_all(a + "/dataset_coco.json").isEmpty());
+    QCOMPARE(read_all(a + "/dataset_coco.json"), read_all(b + "/dataset_coco.json"));
+    QVERIFY(read_all(a + "/dataset_coco.json") != read_all(c + "/dataset_coco.json"));
+    const QStringList images = QDir(a + "/images").entryList(QDir::Files);
+    QCOMPARE(images.size(), 24);
+    for (const auto& name : images) QCOMPARE(read_all(a + "/images/" + name), read_all(b + "/images/" + name));
+    QVERIFY(read_all(a + "/images/" + images[0]) != read_all(c + "/images/" + images[0]));
+  }
+
+  void readsBackAsKarpathyWithSplitsAndPixelsMatchingTheScene() {
+    const QString dir = expnet_test::makeTempDir("shapes_read");
+    ShapesOptions options;
+    options.images = 10;
+    options.seed = 11;
+    options.out_dir = dir.toStdString();
+    make_shapes_dataset(options);
+    const Dataset d = load_dataset(dir.toStdString());
+    QCOMPARE(d.images.size(), size_t(10));
+    QCOMPARE(d.image_count(Split::Train), size_t(8));
+    QCOMPARE(d.image_count(Split::Val), size_t(1));
+    QCOMPARE(d.image_count(Split::Test), size_t(1));
+    for (const auto& image : d.images) {
+      QCOMPARE(image.captions.size(), size_t(kShapesCaptionsPerImage));
+      const ShapesScene scene = make_shapes_scene(options.seed, image.cocoid);
+      QCOMPARE(image.captions[0].raw, scene.captions[0]);
+      const cv::Mat bgr = cv::imread(d.image_path(image), cv::IMREAD_COLOR);
+      QCOMPARE(bgr.cols, kShapesImageSize);
+      QCOMPARE(bgr.rows, kShapesImageSize);
+      for (const auto& s : scene.shapes) {
+        const auto p = bgr.at<cv::Vec3b>(s.y, s.x);
+        QVERIFY2(pixel_is(s.color, p[2], p[1], p[0]),
+                 qPrintable(QStringLiteral("%1 %2 at (%3,%4) is %5,%6,%7").arg(QString::fromStdString(s.color), QString::fromStdString(s.shape))
+                                .arg(s.x).arg(s.y).arg(p[2]).arg(p[1]).arg(p[0])));
+      }
+    }
+    options.images = 1000;
+    options.out_dir = expnet_test::makeTempDir("shapes_1000").toStdString();
+    const ShapesReport report = make_shapes_dataset(options);
+    QCOMPARE(report.val, int64_t(100));
+    QCOMPARE(report.test, int64_t(100));
+    QCOMPARE(report.train, int64_t(800));
+  }
+
+  void captionsAreVariedDifferentAndTrue() {
+    const std::set<std::string> colours(shapes_colour_words().begin(), shapes_colour_words().end());
+    std::set<std::string> shape_words;
+    for (const auto& s : shapes_shape_words()) {
+      shape_words.insert(s);
+      shape_words.insert(s + "s");
+    }
+    std::set<int> structures;
+    for (int64_t i = 0; i < 600; ++i) {
+      const ShapesScene scene = make_shapes_scene(3, i);
+      QCOMPARE(scene.captions.size(), size_t(kShapesCaptionsPerImage));
+      QVERIFY(!scene.shapes.empty() && scene.shapes.size() <= 3);
+      std::set<std::string> cleaned;
+      std::set<std::string> scene_colours = {scene.background}, scene_shapes;
+      for (const auto& s : scene.shapes) {
+        scene_colours.insert(s.color);
+        scene_shapes.insert(s.shape);
+        scene_shapes.insert(s.shape + "s");
+      }
+      for (size_t c = 0; c < scene.captions.size(); ++c) {
+        const std::string& caption = scene.captions[c];
+        structures.insert(scene.structures[c]);
+        QVERIFY2(cleaned.insert(clean_caption_text(caption)).second, caption.c_str());  // pairwise different
+        bool names_a_shape = false;
+        for (const auto& word : words_of(caption)) {
+          if (colours.count(word)) QVERIFY2(scene_colours.count(word), (caption + ": colour " + word).c_str());
+          if (shape_words.count(word)) {
+            names_a_shape = true;
+            QVERIFY2(scene_shapes.count(word), (caption + ": shape " + word).c_str());
+          }
+        }
+        QVERIFY2(names_a_shape || caption.find("shape") != std::string::npos, caption.c_str());
+        // With a single shape every place word is about it.
+        if (scene.shapes.size() == 1) {
+          const auto& s = scene.shapes.front();
+          const auto words = words_of(caption);
+          auto has = [&](const char* w) { return std::find(words.begin(), words.end(), w) != words.end(); };
+          if (has("top") || has("upper")) QVERIFY2(s.y < kShapesImageSize * 36 / 100, caption.c_str());
+          if (has("bottom") || has("lower")) QVERIFY2(s.y > kShapesImageSize * 64 / 100, caption.c_str());
+          if (has("left")) QVERIFY2(s.x < kShapesImageSize * 36 / 100, caption.c_str());
+          if (has("right")) QVERIFY2(s.x > kShapesImageSize * 64 / 100, caption.c_str());
+          if (has("small") || has("little")) QCOMPARE(s.size, std::string("small"));
+          if (has("large") || has("big")) QCOMPARE(s.size, std::string("large"));
+        }
+        // "X on the left and Y on the right": X really is left of Y.
+        static const std::regex opposite("(?:a|an) (?:\\w+ )?(\\w+) (\\w+) on the left and (?:a|an) (?:\\w+ )?(\\w+) (\\w+) on the right",
+                                         std::regex::icase);
+        std::smatch m;
+        const bool distinct = scene.shapes.size() == 2 && (scene.shapes[0].color != scene.shapes[1].color || scene.shapes[0].shape != scene.shapes[1].shape);
+        if (distinct && std::regex_search(caption, m, opposite)) {
+          const auto& a = scene.shapes[0].color == m[1].str() && scene.shapes[0].shape == m[2].str() ? scene.shapes[0] : scene.shapes[1];
+          const auto& b = &a == &scene.shapes[0] ? scene.shapes[1] : scene.shapes[0];
+          QVERIFY2(a.x < b.x, caption.c_str());
+        }
+      }
+    }
+    QVERIFY2(structures.size() >= 20, qPrintable(QString::number(structures.size())));
+    QCOMPARE(static_cast<int>(structures.size()), shapes_structure_count());
+  }
+
+  void cliMakeShapes() {
+    const QString dir = expnet_test::makeTempDir("shapes_cli");
+    const auto r = expnet_test::runProcess(expnet_test::cliPath(), {"dataset", "make-shapes", "--out", dir, "--images", "12", "--seed", "2", "--json"});
+    QVERIFY2(r.exitCode == 0, r.err.constData());
+    QVERIFY2(r.out.contains("\"images\":12"), r.out.constData());
+    QVERIFY(QFile::exists(dir + "/dataset_coco.json"));
+    QCOMPARE(QDir(dir + "/images").entryList(QDir::Files).size(), 12);
+  }
+};
+
+QTEST_GUILESS_MAIN(TestShapesDataset)
+#include "test_shapes_dataset.moc"

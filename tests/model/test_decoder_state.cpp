@@ -1,0 +1,114 @@
+// Incremental decoding (DecoderState) against the full recomputation
+// (ExpansionNet::decode) with the tiny fixture's reference weights: the same
+// log-probs within 1e-5, teacher-forced and under beam-style reordering.
+#include <QtTest>
+
+#include "expnet/decoder_state.h"
+#include "expnet/model.h"
+#include "reference_tiny.h"
+#include "support/fixtures.h"
+
+using expnet_test::compareTensors;
+
+namespace {
+constexpr double kTolerance = 1e-5;
+}
+
+class TestDecoderState : public QObject {
+  Q_OBJECT
+  expnet::ExpansionNet model_{nullptr};
+  expnet_test::TinyReference reference_;
+
+  // Full recomputation: log-probs of the next token after each row's history.
+  torch::Tensor full_last(const torch::Tensor& enc_rows, const std::vector<std::vector<int64_t>>& histories) {
+    std::vector<torch::Tensor> rows;
+    for (const auto& h : histories) rows.push_back(torch::tensor(h, torch::kLong));
+    const auto tokens = torch::stack(rows);
+    const auto log_probs = model_->decode(enc_rows, tokens, expnet::causal_self_mask(tokens, reference_.pad_id));
+    return log_probs.select(1, tokens.size(1) - 1);
+  }
+
+ private slots:
+  void initTestCase() {
+    EXPNET_FIXTURE(checkpoint, "reference/tiny/checkpoint.pth");
+    const QString error = expnet_test::loadTinyReference(QFileInfo(checkpoint).absolutePath(), model_, reference_);
+    QVERIFY2(error.isEmpty(), qPrintable(error));
+  }
+
+  void teacherForcedStepsEqualFullDecode() {
+    torch::NoGradGuard no_grad;
+    const auto& tokens = reference_.expected.at("decoder_input");
+    const auto enc = model_->encode(model_->backbone(reference_.expected.at("images")));
+    const auto full = model_->decode(enc, tokens, expnet::causal_self_mask(tokens, reference_.pad_id));
+    // The full path is the verified one: check it against the fixture too.
+    QVERIFY(compareTensors(full, reference_.expected.at("decoder_logprobs")).max_abs <= 1e-4);
+    expnet::DecoderState state(model_, enc);
+    double worst = 0;
+    for (int64_t t = 0; t < tokens.size(1); ++t) {
+      const auto step = state.step(tokens.select(1, t));
+      const auto diff = compareTensors(step, full.select(1, t));
+      worst = std::max(worst, diff.max_abs);
+      QVERIFY2(diff.max_abs <= kTolerance,
+               qPrintable(QStringLiteral("position %1: max |diff| %2 at %3").arg(t).arg(diff.max_abs).arg(diff.where)));
+    }
+    QCOMPARE(state.length(), tokens.size(1));
+    qInfo("incremental vs full, teacher-forced %lld positions: max |diff| = %.3g",
+          static_cast<long long>(tokens.size(1)), worst);
+  }
+
+  void reorderingFollowsTheRows() {
+    torch::NoGradGuard no_grad;
+    // Two images (the fixture image and its mirror), 3 rows each after the
+    // first step, parents permuted within and across images as beams do.
+    const auto& image = reference_.expected.at("images");
+    const auto enc = model_->encode(model_->backbone(torch::cat({image, image.flip({3})}, 0)));
+    expnet::DecoderState state(model_, enc);
+    std::vector<std::vector<int64_t>> histories = {{}, {}};
+    const int64_t V = reference_.vocab_size;
+    const auto feed = [&](const std::vector<int64_t>& next) {
+      for (size_t r = 0; r < next.size(); ++r) histories[r].push_back(next[r]);
+      const auto ours = state.step(torch::tensor(next, torch::kLong));
+      const auto expected = full_last(enc.index_select(0, state.row_image()), histories);
+      return compareTensors(ours, expected);
+    };
+    const auto reorder = [&](const std::vector<int64_t>& parents) {
+      std::vector<std::vector<int64_t>> next;
+      for (const auto p : parents) next.push_back(histories[static_cast<size_t>(p)]);
+      histories = next;
+      state.reorder(torch::tensor(parents, torch::kLong));
+    };
+    double worst = feed({reference_.sos_id, reference_.sos_id}).max_abs;
+    reorder({0, 0, 0, 1, 1, 1});  // expand to 3 beams per image
+    const std::vector<std::vector<int64_t>> parent_steps = {
+        {2, 0, 1, 3, 5, 4}, {0, 0, 2, 4, 4, 3}, {1, 2, 0, 5, 3, 3},
+        {3, 4, 5, 0, 1, 2},  // images swapped: rows no longer image-major (gathered keys/values)
+        {0, 1, 2, 3, 4, 5}, {5, 4, 3, 2, 1, 0}};
+    for (size_t s = 0; s < parent_steps.size(); ++s) {
+      std::vector<int64_t> next;
+      // Real words only (ids 3.. : PAD, SOS, EOS are 0, 1, 2): decoding never feeds padding.
+      for (int64_t r = 0; r < 6; ++r) next.push_back(3 + (7 * static_cast<int64_t>(s) + 11 * r) % (V - 3));
+      const auto diff = feed(next);
+      worst = std::max(worst, diff.max_abs);
+      QVERIFY2(diff.max_abs <= kTolerance,
+               qPrintable(QStringLiteral("step %1: max |diff| %2 at %3").arg(s).arg(diff.max_abs).arg(diff.where)));
+      reorder(parent_steps[s]);
+    }
+    const auto diff = feed({4, 5, 6, 7, 8, 9});
+    worst = std::max(worst, diff.max_abs);
+    QVERIFY2(diff.max_abs <= kTolerance, qPrintable(diff.where));
+    qInfo("incremental vs full under reordering (2 images x 3 rows, %lld steps): max |diff| = %.3g",
+          static_cast<long long>(state.length()), worst);
+  }
+
+  void badArgumentsAreErrors() {
+    torch::NoGradGuard no_grad;
+    expnet::DecoderState state(model_, reference_.expected.at("encoder_output"));
+    QVERIFY_THROWS_EXCEPTION(std::invalid_argument, state.step(torch::tensor({1, 2}, torch::kLong)));
+    QVERIFY_THROWS_EXCEPTION(std::invalid_argument, state.reorder(torch::tensor({1}, torch::kLong)));
+    for (int64_t t = 0; t < reference_.config.max_seq_len; ++t) state.step(torch::tensor({1}, torch::kLong));
+    QVERIFY_THROWS_EXCEPTION(std::invalid_argument, state.step(torch::tensor({1}, torch::kLong)));
+  }
+};
+
+QTEST_GUILESS_MAIN(TestDecoderState)
+#include "test_decoder_state.moc"
