@@ -589,6 +589,23 @@ class TestImage : public QObject {
     QCOMPARE(second["reason"].toString(), QStringLiteral("truncated"));
     QVERIFY(second["error"].toString().contains(bad));
 
+    // Folders are walked (as `expnet caption` does); a folder without images is an error.
+    const QString folder = tmp_ + QStringLiteral("/cli_folder");
+    QDir().mkpath(folder + QStringLiteral("/sub"));
+    QDir().mkpath(tmp_ + QStringLiteral("/cli_empty"));
+    writeBytes(folder + QStringLiteral("/sub/b.png"), encode(noiseBgr(6, 4, 1), ".png"));
+    writeBytes(folder + QStringLiteral("/a.jpg"), {});
+    r = expnet_test::runProcess(expnet_test::cliPath(),
+                                {"image", "check", "--json", folder, tmp_ + QStringLiteral("/cli_empty")});
+    QCOMPARE(r.exitCode, 1);
+    const QList<QByteArray> folderLines = r.out.trimmed().split('\n');
+    QCOMPARE(folderLines.size(), 3);
+    QCOMPARE(QJsonDocument::fromJson(folderLines[0]).object()["image"].toString(), folder + QStringLiteral("/a.jpg"));
+    QCOMPARE(QJsonDocument::fromJson(folderLines[0]).object()["reason"].toString(), QStringLiteral("empty"));
+    QCOMPARE(QJsonDocument::fromJson(folderLines[1]).object()["image"].toString(), folder + QStringLiteral("/sub/b.png"));
+    QCOMPARE(QJsonDocument::fromJson(folderLines[1]).object()["ok"].toBool(), true);
+    QCOMPARE(QJsonDocument::fromJson(folderLines[2]).object()["reason"].toString(), QStringLiteral("no_images"));
+
     r = expnet_test::runProcess(expnet_test::cliPath(), {"image", "check", good});
     QCOMPARE(r.exitCode, 0);
     QVERIFY2(r.out.startsWith("ok"), r.out.constData());
