@@ -155,6 +155,7 @@ QWidget* CaptionPage::buildModelForm() {
   modelConfig_->setEditable(true);
   modelConfig_->addItem(QString());
   for (const auto& name : expnet::model_preset_names()) modelConfig_->addItem(QString::fromStdString(name));
+  modelConfig_->lineEdit()->setPlaceholderText(QStringLiteral("preset (official, small, tiny) or config .json"));
   modelConfig_->setToolTip(QStringLiteral("Preset name or model config JSON; empty = read from one of our checkpoints"));
   checkpoint_ = new QLineEdit;
   checkpoint_->setPlaceholderText(QStringLiteral("checkpoint .pth"));
