@@ -98,6 +98,11 @@ class TestCaptionPage : public QObject {
     QVERIFY(QFile::copy(image_, good));
     const QString bad = writeFile(dir + "/bad.png", "this is not a PNG");
     QVERIFY(!bad.isEmpty());
+    QStringList partials;  // what the caption cell showed while decoding
+    connect(page.model(), &CaptionModel::itemChanged, this, [&](int row) {
+      const CaptionItem& item = page.model()->item(row);
+      if (item.status == CaptionItem::Status::Running && !item.partial.isEmpty()) partials << item.partial;
+    });
     dropFiles(page, {bad, good});
     QVERIFY(page.isBusy() || page.model()->pendingCount() == 0);
     QTRY_VERIFY_WITH_TIMEOUT(!page.isBusy(), kWaitMs);
@@ -128,6 +133,7 @@ class TestCaptionPage : public QObject {
       QVERIFY(qAbs(h.value("score").toDouble() - expected.at(0).captions.at(i).score) < 1e-5);
     }
     QCOMPARE(done.caption(), QString::fromStdString(expected.at(0).texts.at(0)));
+    QVERIFY2(!partials.isEmpty(), "no words streamed before the caption was final");
     QCOMPARE(done.settings.value("beam_size").toInt(), 3);
     QCOMPARE(done.settings.value("max_length").toInt(), 12);
     for (const char* part : {"preprocess", "encode", "decode"}) QVERIFY(done.ms.value(part).toDouble() > 0);
