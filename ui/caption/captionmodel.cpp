@@ -4,6 +4,7 @@
 #include <QColor>
 #include <QFileInfo>
 #include <QJsonDocument>
+#include <QPainter>
 #include <QPixmap>
 #include <QRegularExpression>
 
@@ -16,6 +17,21 @@ QString csvField(QString value) {
     return QLatin1Char('"') + value + QLatin1Char('"');
   }
   return value;
+}
+
+// Thumbnails centred in a fixed square, so file names line up whatever the
+// image's shape (and rows without a thumbnail keep the same indent).
+QPixmap squareThumbnail(const QImage& thumbnail) {
+  constexpr int side = 72;
+  QPixmap square(side, side);
+  square.fill(Qt::transparent);
+  if (thumbnail.isNull()) return square;
+  const QImage fitted = thumbnail.width() > side || thumbnail.height() > side
+                            ? thumbnail.scaled(side, side, Qt::KeepAspectRatio, Qt::SmoothTransformation)
+                            : thumbnail;
+  QPainter painter(&square);
+  painter.drawImage((side - fitted.width()) / 2, (side - fitted.height()) / 2, fitted);
+  return square;
 }
 
 void writeAtomic(const QString& file, const QByteArray& bytes) {
@@ -67,7 +83,7 @@ QVariant CaptionModel::data(const QModelIndex& index, int role) const {
   switch (index.column()) {
     case ImageColumn:
       if (role == Qt::DisplayRole) return QFileInfo(item.display).fileName();
-      if (role == Qt::DecorationRole && !item.thumbnail.isNull()) return QPixmap::fromImage(item.thumbnail);
+      if (role == Qt::DecorationRole) return squareThumbnail(item.thumbnail);
       if (role == Qt::ToolTipRole) return item.display;
       break;
     case CaptionColumn:

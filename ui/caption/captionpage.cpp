@@ -105,14 +105,14 @@ CaptionPage::CaptionPage(StudioContext* context, QWidget* parent)
   table_->setModel(items_);
   table_->setSelectionBehavior(QAbstractItemView::SelectRows);
   table_->setSelectionMode(QAbstractItemView::ExtendedSelection);
-  table_->setIconSize(QSize(96, 96));
+  table_->setIconSize(QSize(72, 72));
   table_->setWordWrap(true);
   table_->verticalHeader()->setVisible(false);
-  table_->verticalHeader()->setDefaultSectionSize(104);
+  table_->verticalHeader()->setDefaultSectionSize(80);
   table_->horizontalHeader()->setSectionResizeMode(CaptionModel::ImageColumn, QHeaderView::Interactive);
   table_->horizontalHeader()->setSectionResizeMode(CaptionModel::CaptionColumn, QHeaderView::Stretch);
   table_->horizontalHeader()->setSectionResizeMode(CaptionModel::StatusColumn, QHeaderView::ResizeToContents);
-  table_->setColumnWidth(CaptionModel::ImageColumn, 240);
+  table_->setColumnWidth(CaptionModel::ImageColumn, 250);
   table_->setAlternatingRowColors(true);
   details_ = new QTextBrowser;
   details_->setPlaceholderText(QStringLiteral("Select an image to see its n-best list, timings and settings."));

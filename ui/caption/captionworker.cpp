@@ -19,7 +19,7 @@ double msSince(Clock::time_point start) {
 // Thrown from on_step to leave the search as soon as the user cancels.
 struct Cancelled {};
 
-constexpr int kThumbnailSize = 96;
+constexpr int kThumbnailSize = 72;  // the page shows thumbnails in 72 x 72 cells
 
 QImage thumbnailOf(const cv::Mat& rgb) {
   const double scale = double(kThumbnailSize) / std::max(rgb.cols, rgb.rows);
