@@ -1,14 +1,17 @@
-// expnet image check FILE...: can each file be read as an image? Prints one
-// result per file (ok with its size, or the error and its reason code) and
-// exits 1 when any file fails. The same reader as captioning and training.
+// expnet image check FILE|FOLDER...: can each file be read as an image? Prints
+// one result per file (ok with its size, or the error and its reason code) and
+// exits 1 when any file fails. The same reader as captioning and training;
+// folders are walked like `expnet caption` walks them.
 #include <nlohmann/json.hpp>
 
+#include <filesystem>
 #include <iostream>
 #include <string>
 #include <vector>
 
 #include "command.h"
 #include "expnet/image.h"
+#include "expnet/image_inputs.h"
 
 namespace expnet::cli {
 namespace {
@@ -20,21 +23,31 @@ struct CheckOptions {
   int64_t max_pixels = ImageLoadOptions{}.max_pixels;
 };
 
-void check_one(const std::string& file, const CheckOptions& options, const ImageLoadOptions& load) {
+void report_error(const std::string& file, const std::string& reason, const std::string& message, bool json) {
+  set_exit_code(1);
+  if (json)
+    std::cout << nlohmann::json{{"image", file}, {"ok", false}, {"reason", reason}, {"error", message}}.dump() << std::endl;
+  else
+    std::cout << "error  " << message << std::endl;
+}
+
+void check_one(const ImageInput& input, const CheckOptions& options, const ImageLoadOptions& load) {
+  const std::string& file = input.display;
+  // An unusable argument: a missing path gets the reader's own error; a
+  // folder without images (or unreadable) is reported as such.
+  if (!input.error.empty() && std::filesystem::is_directory(input.path)) {
+    report_error(file, "no_images", "cannot use folder '" + file + "': " + input.error, options.json);
+    return;
+  }
   try {
-    const cv::Mat rgb = load_image_rgb(file, load);
+    const cv::Mat rgb = load_image_rgb(input.path, load);
     if (options.json)
       std::cout << nlohmann::json{{"image", file}, {"ok", true}, {"width", rgb.cols}, {"height", rgb.rows}}.dump()
                 << std::endl;
     else
       std::cout << "ok     " << file << " (" << rgb.cols << "x" << rgb.rows << " RGB)" << std::endl;
   } catch (const ImageError& e) {
-    set_exit_code(1);
-    if (options.json)
-      std::cout << nlohmann::json{{"image", file}, {"ok", false}, {"reason", e.reason()}, {"error", e.what()}}.dump()
-                << std::endl;
-    else
-      std::cout << "error  " << e.what() << std::endl;
+    report_error(file, e.reason(), e.what(), options.json);
   }
 }
 
@@ -43,7 +56,7 @@ void run(const RuntimeOptions& runtime, const CheckOptions& options) {
   ImageLoadOptions load;
   load.apply_exif = !options.no_exif;
   load.max_pixels = options.max_pixels;
-  for (const auto& file : options.files) check_one(file, options, load);
+  for (const auto& input : expand_image_inputs(options.files)) check_one(input, options, load);
 }
 
 const bool registered = register_command({"image", 60, [](CLI::App& root) {
@@ -51,7 +64,7 @@ const bool registered = register_command({"image", 60, [](CLI::App& root) {
   auto* command = group->add_subcommand("check", "Decode each file as the captioner would; report ok or the error (exit 1 if any fails)");
   auto runtime = add_runtime_options(command);
   auto options = std::make_shared<CheckOptions>();
-  command->add_option("files", options->files, "Image files")->required();
+  command->add_option("files", options->files, "Image files or folders (walked recursively for image extensions)")->required();
   command->add_flag("--json", options->json, "One compact JSON object per file: {image, ok, width, height} or {image, ok, reason, error}");
   command->add_flag("--no-exif", options->no_exif, "Ignore the EXIF orientation (the reference code does)");
   command->add_option("--max-pixels", options->max_pixels,

@@ -13,6 +13,7 @@
 #include "app/screenshot.h"
 #include "app/studiocontext.h"
 #include "app/studiopage.h"
+#include "caption/captionpage.h"
 #include "expnet/system.h"
 
 int main(int argc, char** argv) {
@@ -37,7 +38,10 @@ int main(int argc, char** argv) {
   QCommandLineOption run(QStringLiteral("run"), QStringLiteral("Training run folder to open on the Training page."), QStringLiteral("DIR"));
   QCommandLineOption threads(QStringLiteral("threads"), QStringLiteral("CPU threads (0 = all cores)."), QStringLiteral("N"), QStringLiteral("0"));
   QCommandLineOption device(QStringLiteral("device"), QStringLiteral("cpu, cuda or cuda:N."), QStringLiteral("DEVICE"), QStringLiteral("cpu"));
-  parser.addOptions({screenshot, page, open, run, threads, device});
+  QCommandLineOption model(QStringLiteral("model"), QStringLiteral("Model preset (official, small, tiny) or config JSON to preload."), QStringLiteral("MODEL"));
+  QCommandLineOption checkpoint(QStringLiteral("checkpoint"), QStringLiteral("Checkpoint .pth to preload on the Caption page."), QStringLiteral("FILE"));
+  QCommandLineOption vocab(QStringLiteral("vocab"), QStringLiteral("Vocabulary (.pickle or .json) of the checkpoint."), QStringLiteral("FILE"));
+  parser.addOptions({screenshot, page, open, run, threads, device, model, checkpoint, vocab});
   parser.process(app);
 
   expnet::RuntimeOptions runtime;
@@ -60,9 +64,16 @@ int main(int argc, char** argv) {
                  qPrintable(window.pageIds().join(QStringLiteral(", "))));
     return 1;
   }
+  auto* captionPage = qobject_cast<CaptionPage*>(window.page(QStringLiteral("caption")));
+  if (parser.isSet(checkpoint) || parser.isSet(model) || parser.isSet(vocab)) {
+    ModelRequest request;
+    request.model = parser.value(model);
+    request.checkpoint = parser.value(checkpoint);
+    request.vocab = parser.value(vocab);
+    captionPage->loadModel(request);  // in the background; --open images wait for it
+  }
+  if (parser.isSet(open)) captionPage->addPaths(parser.values(open));
   // Pages that are not built yet cannot take these; say so rather than ignore them.
-  if (parser.isSet(open) && !window.page(QStringLiteral("caption"))->property("acceptsImages").toBool())
-    std::fprintf(stderr, "note: --open ignored: the Caption page is not available yet\n");
   if (parser.isSet(run) && !window.page(QStringLiteral("training"))->property("acceptsRuns").toBool())
     std::fprintf(stderr, "note: --run ignored: the Training page is not available yet\n");
   window.show();

@@ -530,6 +530,34 @@ class TestImage : public QObject {
       QVERIFY2(reasonOf([&] { expnet::decode_image_rgb(encode(noiseBgr(100, 50, 3), ext), "s", limit); }) == "too_large", ext);
   }
 
+  // Mutated and cut files of every format: an image or an ImageError, never
+  // a crash or another exception (also run under ASan while developing).
+  void mutatedFilesNeverCrash() {
+    std::mt19937 rng(20240601);
+    int errors = 0, decoded = 0;
+    for (const char* ext : {".jpg", ".png", ".bmp", ".tiff", ".webp", ".ppm"}) {
+      const Bytes valid = encode(noiseBgr(37, 23, 8), ext);
+      for (int i = 0; i < 60; ++i) {
+        Bytes b = valid;
+        switch (i % 3) {
+          case 0:
+            for (int k = 0; k < 1 + int(rng() % 8); ++k) b[rng() % b.size()] = uint8_t(rng());
+            break;
+          case 1: b.resize(rng() % b.size()); break;
+          default: b.insert(b.begin() + static_cast<long>(rng() % b.size()), rng() % 50, uint8_t(rng()));
+        }
+        try {
+          const cv::Mat m = expnet::decode_image_rgb(b, "mutated");
+          QCOMPARE(m.type(), CV_8UC3);
+          ++decoded;
+        } catch (const expnet::ImageError&) {
+          ++errors;
+        }
+      }
+    }
+    QVERIFY(errors > 0 && decoded > 0);
+  }
+
   void sizeProbeReadsHeaders() {
     for (const char* ext : {".png", ".jpg", ".bmp", ".tiff", ".webp", ".ppm", ".pgm"}) {
       cv::Mat m = noiseBgr(37, 23, 4);
@@ -560,6 +588,23 @@ class TestImage : public QObject {
     QCOMPARE(second["ok"].toBool(), false);
     QCOMPARE(second["reason"].toString(), QStringLiteral("truncated"));
     QVERIFY(second["error"].toString().contains(bad));
+
+    // Folders are walked (as `expnet caption` does); a folder without images is an error.
+    const QString folder = tmp_ + QStringLiteral("/cli_folder");
+    QDir().mkpath(folder + QStringLiteral("/sub"));
+    QDir().mkpath(tmp_ + QStringLiteral("/cli_empty"));
+    writeBytes(folder + QStringLiteral("/sub/b.png"), encode(noiseBgr(6, 4, 1), ".png"));
+    writeBytes(folder + QStringLiteral("/a.jpg"), {});
+    r = expnet_test::runProcess(expnet_test::cliPath(),
+                                {"image", "check", "--json", folder, tmp_ + QStringLiteral("/cli_empty")});
+    QCOMPARE(r.exitCode, 1);
+    const QList<QByteArray> folderLines = r.out.trimmed().split('\n');
+    QCOMPARE(folderLines.size(), 3);
+    QCOMPARE(QJsonDocument::fromJson(folderLines[0]).object()["image"].toString(), folder + QStringLiteral("/a.jpg"));
+    QCOMPARE(QJsonDocument::fromJson(folderLines[0]).object()["reason"].toString(), QStringLiteral("empty"));
+    QCOMPARE(QJsonDocument::fromJson(folderLines[1]).object()["image"].toString(), folder + QStringLiteral("/sub/b.png"));
+    QCOMPARE(QJsonDocument::fromJson(folderLines[1]).object()["ok"].toBool(), true);
+    QCOMPARE(QJsonDocument::fromJson(folderLines[2]).object()["reason"].toString(), QStringLiteral("no_images"));
 
     r = expnet_test::runProcess(expnet_test::cliPath(), {"image", "check", good});
     QCOMPARE(r.exitCode, 0);

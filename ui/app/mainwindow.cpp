@@ -11,6 +11,7 @@
 
 #include "app/studiocontext.h"
 #include "app/studiopage.h"
+#include "caption/captionpage.h"
 #include "common/notyetpage.h"
 
 namespace {
@@ -45,11 +46,7 @@ MainWindow::MainWindow(StudioContext* context, QWidget* parent)
   layout->addWidget(stack_, 1);
   setCentralWidget(central);
 
-  addPage(notYet("caption", "Caption",
-                 "Drop images or folders to caption them with ExpansionNet v2: streaming words, n-best lists, "
-                 "timings and export to CSV, JSON Lines and COCO results.",
-                 "Needs the LibTorch model and the decoding engine (issues: ExpansionNet v2 in LibTorch; "
-                 "Decoding engine; Studio)."));
+  addPage(new CaptionPage(context_));
   addPage(notYet("attention", "Attention",
                  "Cross-attention of each word over the image as a heat map, and the Static and Dynamic "
                  "Expansion length-transformation maps.",
@@ -112,6 +109,7 @@ void MainWindow::restoreSettings() {
   restoreGeometry(settings.value(QStringLiteral("window/geometry")).toByteArray());
   restoreState(settings.value(QStringLiteral("window/state")).toByteArray());
   showPage(settings.value(QStringLiteral("window/page"), QStringLiteral("caption")).toString());
+  for (auto* page : pages_) page->restoreSettings();
 }
 
 void MainWindow::closeEvent(QCloseEvent* event) {
@@ -119,6 +117,7 @@ void MainWindow::closeEvent(QCloseEvent* event) {
   settings.setValue(QStringLiteral("window/geometry"), saveGeometry());
   settings.setValue(QStringLiteral("window/state"), saveState());
   if (auto* page = currentPage()) settings.setValue(QStringLiteral("window/page"), page->pageId());
+  for (const auto* page : pages_) page->saveSettings();
   QMainWindow::closeEvent(event);
 }
 

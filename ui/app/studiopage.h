@@ -17,4 +17,8 @@ class StudioPage : public QWidget {
   virtual QJsonObject describe() const = 0;
   // True while the page waits for background work whose result it will show.
   virtual bool isBusy() const { return false; }
+  // The page's own remembered settings (QSettings), restored and saved by the
+  // main window with its geometry; screenshots skip them to stay reproducible.
+  virtual void restoreSettings() {}
+  virtual void saveSettings() const {}
 };

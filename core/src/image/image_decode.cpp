@@ -182,12 +182,15 @@ bool jpeg_is_complete(const uint8_t* d, size_t n) {
     pos += length;
     if (marker != 0xDA) continue;
     // Entropy-coded data up to the next real marker.
-    while (pos + 1 < n) {
-      if (d[pos] == 0xFF && d[pos + 1] != 0x00 && !(d[pos + 1] >= 0xD0 && d[pos + 1] <= 0xD7) && d[pos + 1] != 0xFF)
-        break;
-      ++pos;
+    for (;;) {
+      const void* ff = pos < n ? std::memchr(d + pos, 0xFF, n - pos) : nullptr;
+      if (!ff) return false;
+      pos = static_cast<size_t>(static_cast<const uint8_t*>(ff) - d);
+      if (pos + 1 >= n) return false;
+      const uint8_t next = d[pos + 1];
+      if (next != 0x00 && next != 0xFF && !(next >= 0xD0 && next <= 0xD7)) break;
+      pos += 1;
     }
-    if (pos + 1 >= n) return false;
   }
   return false;
 }

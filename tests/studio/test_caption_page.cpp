@@ -1,0 +1,248 @@
+// The Caption page as a user drives it: drop files, watch captions arrive,
+// compare them with the engine's own captions for the same image and settings,
+// see a bad file fail on its row only, keep the UI responsive, export.
+#include <QDir>
+#include <QDoubleSpinBox>
+#include <QElapsedTimer>
+#include <QFile>
+#include <QJsonArray>
+#include <QJsonDocument>
+#include <QJsonObject>
+#include <QMimeData>
+#include <QSpinBox>
+#include <QTimer>
+#include <QUrl>
+#include <QtTest>
+
+#include "app/studiocontext.h"
+#include "caption/captionmodel.h"
+#include "caption/captionpage.h"
+#include "expnet/captioner.h"
+#include "support/fixtures.h"
+
+namespace {
+constexpr int kWaitMs = 300000;
+
+void dropFiles(QWidget& target, const QStringList& paths) {
+  QMimeData mime;
+  QList<QUrl> urls;
+  for (const auto& path : paths) urls << QUrl::fromLocalFile(path);
+  mime.setUrls(urls);
+  const QPointF centre(target.width() / 2.0, target.height() / 2.0);
+  QDragEnterEvent enter(centre.toPoint(), Qt::CopyAction, &mime, Qt::LeftButton, Qt::NoModifier);
+  QCoreApplication::sendEvent(&target, &enter);
+  QVERIFY(enter.isAccepted());
+  QDropEvent drop(centre, Qt::CopyAction, &mime, Qt::LeftButton, Qt::NoModifier);
+  QCoreApplication::sendEvent(&target, &drop);
+  QVERIFY(drop.isAccepted());
+}
+
+QString writeFile(const QString& path, const QByteArray& bytes) {
+  QFile f(path);
+  if (!f.open(QIODevice::WriteOnly)) return {};
+  f.write(bytes);
+  return path;
+}
+}  // namespace
+
+class TestCaptionPage : public QObject {
+  Q_OBJECT
+ private:
+  QString model_, checkpoint_, vocab_, image_;
+
+  bool loadInto(CaptionPage& page) {
+    page.loadModel({model_, checkpoint_, vocab_});
+    QElapsedTimer clock;
+    clock.start();
+    while (page.isBusy() && clock.elapsed() < kWaitMs) QTest::qWait(20);
+    return page.modelLoaded();
+  }
+
+ private slots:
+  void initTestCase() {
+    EXPNET_FIXTURE(model, "reference/tiny/model_config.json");
+    EXPNET_FIXTURE(checkpoint, "reference/tiny/checkpoint.pth");
+    EXPNET_FIXTURE(vocab, "reference/tiny/vocab.pickle");
+    EXPNET_FIXTURE(image, "reference/tiny/image0.png");
+    model_ = model;
+    checkpoint_ = checkpoint;
+    vocab_ = vocab;
+    image_ = image;
+  }
+
+  void noModelSaysHowToLoadOne() {
+    StudioContext context;
+    CaptionPage page(&context);
+    QVERIFY(!page.modelLoaded());
+    const QJsonObject d = page.describe();
+    QCOMPARE(d.value("model_loaded").toBool(), true == false);
+    QVERIFY(d.value("message").toString().contains("No model loaded"));
+  }
+
+  void droppedImagesGetTheEngineCaptionsAndBadFilesFailAlone() {
+    StudioContext context;
+    CaptionPage page(&context);
+    page.resize(1000, 700);
+    page.show();
+    QVERIFY(loadInto(page));
+    QVERIFY(context.modelName().contains("checkpoint.pth"));
+    // Settings chosen through the widgets a user touches.
+    page.findChild<QSpinBox*>("beam")->setValue(3);
+    page.findChild<QSpinBox*>("nbest")->setValue(2);
+    page.findChild<QSpinBox*>("maxLength")->setValue(12);
+    page.findChild<QDoubleSpinBox*>("lengthPenalty")->setValue(0.5);
+    page.findChild<QSpinBox*>("noRepeat")->setValue(2);
+
+    const QString dir = expnet_test::makeTempDir("caption_drop");
+    const QString good = dir + "/good.png";
+    QVERIFY(QFile::copy(image_, good));
+    const QString bad = writeFile(dir + "/bad.png", "this is not a PNG");
+    QVERIFY(!bad.isEmpty());
+    QStringList partials;  // what the caption cell showed while decoding
+    connect(page.model(), &CaptionModel::itemChanged, this, [&](int row) {
+      const CaptionItem& item = page.model()->item(row);
+      if (item.status == CaptionItem::Status::Running && !item.partial.isEmpty()) partials << item.partial;
+    });
+    dropFiles(page, {bad, good});
+    QVERIFY(page.isBusy() || page.model()->pendingCount() == 0);
+    QTRY_VERIFY_WITH_TIMEOUT(!page.isBusy(), kWaitMs);
+
+    const CaptionModel& items = *page.model();
+    QCOMPARE(items.rowCount(), 2);
+    const CaptionItem& failed = items.item(0);
+    QCOMPARE(int(failed.status), int(CaptionItem::Status::Failed));
+    QVERIFY2(failed.error.contains("bad.png"), qPrintable(failed.error));
+    QCOMPARE(items.data(items.index(0, CaptionModel::CaptionColumn), Qt::DisplayRole).toString(), failed.error);
+    const CaptionItem& done = items.item(1);
+    QCOMPARE(int(done.status), int(CaptionItem::Status::Done));
+
+    // The engine, called directly with the same settings.
+    auto captioner = expnet::Captioner::load({model_.toStdString(), checkpoint_.toStdString(), vocab_.toStdString()});
+    expnet::DecodingOptions options;
+    options.beam_size = 3;
+    options.num_hypotheses = 2;
+    options.max_length = 12;
+    options.length_penalty = 0.5;
+    options.no_repeat_ngram_size = 2;
+    const auto expected = captioner->caption_files({good.toStdString()}, options);
+    QVERIFY(expected.at(0).error.empty());
+    QCOMPARE(done.nbest.size(), qsizetype(expected.at(0).texts.size()));
+    for (int i = 0; i < done.nbest.size(); ++i) {
+      const QJsonObject h = done.nbest.at(i).toObject();
+      QCOMPARE(h.value("text").toString(), QString::fromStdString(expected.at(0).texts.at(i)));
+      QVERIFY(qAbs(h.value("score").toDouble() - expected.at(0).captions.at(i).score) < 1e-5);
+    }
+    QCOMPARE(done.caption(), QString::fromStdString(expected.at(0).texts.at(0)));
+    QVERIFY2(!partials.isEmpty(), "no words streamed before the caption was final");
+    QCOMPARE(done.settings.value("beam_size").toInt(), 3);
+    QCOMPARE(done.settings.value("max_length").toInt(), 12);
+    for (const char* part : {"preprocess", "encode", "decode"}) QVERIFY(done.ms.value(part).toDouble() > 0);
+    QVERIFY(!done.thumbnail.isNull());
+
+    const QJsonArray described = page.describe().value("items").toArray();
+    QCOMPARE(described.size(), 2);
+    QCOMPARE(described.at(1).toObject().value("caption").toString(), done.caption());
+    QVERIFY(described.at(0).toObject().contains("error"));
+
+    // Exports: valid files with the same captions.
+    const QString csv = dir + "/out.csv", jsonl = dir + "/out.jsonl", coco = dir + "/out.json";
+    items.exportCsv(csv);
+    items.exportJsonLines(jsonl);
+    items.exportCocoResults(coco);
+    QFile csvFile(csv);
+    QVERIFY(csvFile.open(QIODevice::ReadOnly));
+    const QStringList lines = QString::fromUtf8(csvFile.readAll()).split('\n', Qt::SkipEmptyParts);
+    QCOMPARE(lines.size(), 3);
+    QCOMPARE(lines.at(0), QString("image,caption,score,preprocess_ms,encode_ms,decode_ms,error"));
+    QVERIFY(lines.at(2).startsWith(good + "," + done.caption() + ","));
+    QFile jsonlFile(jsonl);
+    QVERIFY(jsonlFile.open(QIODevice::ReadOnly));
+    const QList<QByteArray> records = jsonlFile.readAll().split('\n');
+    QCOMPARE(records.size(), 3);  // two lines and the final newline
+    QJsonParseError error;
+    const QJsonObject second = QJsonDocument::fromJson(records.at(1), &error).object();
+    QCOMPARE(error.error, QJsonParseError::NoError);
+    QCOMPARE(second.value("caption").toString(), done.caption());
+    QCOMPARE(second.value("nbest").toArray().size(), 2);
+    QVERIFY(QJsonDocument::fromJson(records.at(0), &error).object().contains("error"));
+    QFile cocoFile(coco);
+    QVERIFY(cocoFile.open(QIODevice::ReadOnly));
+    const QJsonArray results = QJsonDocument::fromJson(cocoFile.readAll(), &error).array();
+    QCOMPARE(error.error, QJsonParseError::NoError);
+    QCOMPARE(results.size(), 1);
+    QCOMPARE(results.at(0).toObject().value("caption").toString(), done.caption());
+    QCOMPARE(results.at(0).toObject().value("image_id").toInteger(), 2);  // no digits in "good": row number
+    QCOMPARE(CaptionModel::cocoImageId("x/COCO_val2014_000000391895.jpg", 0), 391895);
+  }
+
+  void uiStaysResponsiveWhileCaptioningAFolder() {
+    StudioContext context;
+    CaptionPage page(&context);
+    page.show();
+    QVERIFY(loadInto(page));
+    const QString dir = expnet_test::makeTempDir("caption_folder");
+    for (int i = 0; i < 12; ++i) QVERIFY(QFile::copy(image_, dir + QString("/img%1.png").arg(i, 2, 10, QChar('0'))));
+
+    QElapsedTimer clock;
+    qint64 last = 0, longestGap = 0;
+    QTimer tick;
+    tick.setInterval(10);
+    connect(&tick, &QTimer::timeout, this, [&] {
+      const qint64 now = clock.elapsed();
+      longestGap = std::max(longestGap, now - last);
+      last = now;
+    });
+    clock.start();
+    tick.start();
+    dropFiles(page, {dir});
+    QTRY_VERIFY_WITH_TIMEOUT(!page.isBusy(), kWaitMs);
+    tick.stop();
+    QCOMPARE(page.model()->rowCount(), 12);
+    for (const auto& item : page.model()->items()) QCOMPARE(int(item.status), int(CaptionItem::Status::Done));
+    qInfo("longest event-loop gap while captioning 12 images: %lld ms (gross bound 500 ms)", longestGap);
+    QVERIFY2(longestGap < 500, qPrintable(QString("event loop blocked for %1 ms").arg(longestGap)));
+  }
+
+  void cancelStopsQueuedImages() {
+    StudioContext context;
+    CaptionPage page(&context);
+    QVERIFY(loadInto(page));
+    const QString dir = expnet_test::makeTempDir("caption_cancel");
+    QStringList files;
+    for (int i = 0; i < 30; ++i) {
+      files << dir + QString("/c%1.png").arg(i);
+      QVERIFY(QFile::copy(image_, files.last()));
+    }
+    page.addPaths(files);
+    page.cancel();
+    QTRY_VERIFY_WITH_TIMEOUT(!page.isBusy(), kWaitMs);
+    int cancelled = 0;
+    for (const auto& item : page.model()->items()) cancelled += item.status == CaptionItem::Status::Cancelled;
+    QVERIFY(cancelled > 0);
+  }
+
+  void studioScreenshotShowsRealCaptions() {
+    const QString dir = expnet_test::makeTempDir("caption_screenshot");
+    const QString png = dir + "/caption.png";
+    const auto r = expnet_test::runProcess(expnet_test::studioPath(),
+                                           {"--model", model_, "--checkpoint", checkpoint_, "--vocab", vocab_,
+                                            "--screenshot", png, "--page", "caption", "--open", image_});
+    QVERIFY2(r.finished && r.exitCode == 0, r.err.constData());
+    QFile json(png + ".json");
+    QVERIFY(json.open(QIODevice::ReadOnly));
+    const QJsonObject d = QJsonDocument::fromJson(json.readAll()).object();
+    QCOMPARE(d.value("timed_out").toBool(), false);
+    const QJsonObject content = d.value("content").toObject();
+    QVERIFY(content.value("model_loaded").toBool());
+    const QJsonArray items = content.value("items").toArray();
+    QCOMPARE(items.size(), 1);
+    auto captioner = expnet::Captioner::load({model_.toStdString(), checkpoint_.toStdString(), vocab_.toStdString()});
+    expnet::DecodingOptions options;  // the page's defaults: beam 5, 3-best
+    options.num_hypotheses = 3;
+    const auto expected = captioner->caption_files({image_.toStdString()}, options);
+    QCOMPARE(items.at(0).toObject().value("caption").toString(), QString::fromStdString(expected.at(0).texts.at(0)));
+  }
+};
+
+QTEST_MAIN(TestCaptionPage)
+#include "test_caption_page.moc"

@@ -1,0 +1,223 @@
+#include "caption/captionmodel.h"
+
+#include <QBrush>
+#include <QColor>
+#include <QFileInfo>
+#include <QJsonDocument>
+#include <QPainter>
+#include <QPixmap>
+#include <QRegularExpression>
+
+#include "expnet/atomic_file.h"
+
+namespace {
+QString csvField(QString value) {
+  if (value.contains(QLatin1Char(',')) || value.contains(QLatin1Char('"')) || value.contains(QLatin1Char('\n'))) {
+    value.replace(QStringLiteral("\""), QStringLiteral("\"\""));
+    return QLatin1Char('"') + value + QLatin1Char('"');
+  }
+  return value;
+}
+
+// Thumbnails centred in a fixed square, so file names line up whatever the
+// image's shape (and rows without a thumbnail keep the same indent).
+QPixmap squareThumbnail(const QImage& thumbnail) {
+  constexpr int side = 72;
+  QPixmap square(side, side);
+  square.fill(Qt::transparent);
+  if (thumbnail.isNull()) return square;
+  const QImage fitted = thumbnail.width() > side || thumbnail.height() > side
+                            ? thumbnail.scaled(side, side, Qt::KeepAspectRatio, Qt::SmoothTransformation)
+                            : thumbnail;
+  QPainter painter(&square);
+  painter.drawImage((side - fitted.width()) / 2, (side - fitted.height()) / 2, fitted);
+  return square;
+}
+
+void writeAtomic(const QString& file, const QByteArray& bytes) {
+  expnet::write_file_atomic(file.toStdString(), bytes.toStdString());
+}
+}  // namespace
+
+QString CaptionItem::caption() const {
+  if (!nbest.isEmpty()) return nbest.first().toObject().value(QStringLiteral("text")).toString();
+  return partial;
+}
+
+QString CaptionItem::statusText() const {
+  switch (status) {
+    case Status::Queued: return QStringLiteral("Queued");
+    case Status::Running: return QStringLiteral("Captioning…");
+    case Status::Failed: return QStringLiteral("Error");
+    case Status::Cancelled: return QStringLiteral("Cancelled");
+    case Status::Done: {
+      double total = 0;
+      for (const auto& v : ms) total += v.toDouble();
+      return QStringLiteral("Done · %1 ms").arg(total, 0, 'f', 1);
+    }
+  }
+  return {};
+}
+
+QJsonObject CaptionItem::toJson() const {
+  QJsonObject out{{"image", display}};
+  if (status == Status::Failed) {
+    out.insert(QStringLiteral("error"), error);
+    return out;
+  }
+  out.insert(QStringLiteral("caption"), caption());
+  out.insert(QStringLiteral("status"), statusText());
+  if (!nbest.isEmpty()) out.insert(QStringLiteral("nbest"), nbest);
+  if (!ms.isEmpty()) out.insert(QStringLiteral("ms"), ms);
+  if (!settings.isEmpty()) out.insert(QStringLiteral("settings"), settings);
+  return out;
+}
+
+int CaptionModel::rowCount(const QModelIndex& parent) const { return parent.isValid() ? 0 : int(items_.size()); }
+int CaptionModel::columnCount(const QModelIndex& parent) const { return parent.isValid() ? 0 : ColumnCount; }
+
+QVariant CaptionModel::data(const QModelIndex& index, int role) const {
+  if (!index.isValid() || index.row() >= items_.size()) return {};
+  const CaptionItem& item = items_.at(index.row());
+  const bool failed = item.status == CaptionItem::Status::Failed;
+  switch (index.column()) {
+    case ImageColumn:
+      if (role == Qt::DisplayRole) return QFileInfo(item.display).fileName();
+      if (role == Qt::DecorationRole) return squareThumbnail(item.thumbnail);
+      if (role == Qt::ToolTipRole) return item.display;
+      break;
+    case CaptionColumn:
+      if (role == Qt::DisplayRole) return failed ? item.error : item.caption();
+      if (role == Qt::ForegroundRole && failed) return QBrush(QColor(0xb0, 0x20, 0x20));
+      if (role == Qt::ForegroundRole && item.status == CaptionItem::Status::Running) return QBrush(QColor(0x55, 0x66, 0x77));
+      if (role == Qt::ToolTipRole) return failed ? item.error : item.caption();
+      break;
+    case StatusColumn:
+      if (role == Qt::DisplayRole) return item.statusText();
+      if (role == Qt::ForegroundRole && failed) return QBrush(QColor(0xb0, 0x20, 0x20));
+      break;
+  }
+  return {};
+}
+
+QVariant CaptionModel::headerData(int section, Qt::Orientation orientation, int role) const {
+  if (orientation != Qt::Horizontal || role != Qt::DisplayRole) return {};
+  switch (section) {
+    case ImageColumn: return QStringLiteral("Image");
+    case CaptionColumn: return QStringLiteral("Caption");
+    case StatusColumn: return QStringLiteral("Status");
+  }
+  return {};
+}
+
+int CaptionModel::append(const QVector<CaptionItem>& items) {
+  const int first = int(items_.size());
+  if (items.isEmpty()) return first;
+  beginInsertRows({}, first, first + int(items.size()) - 1);
+  items_ += items;
+  endInsertRows();
+  return first;
+}
+
+void CaptionModel::clear() {
+  beginResetModel();
+  items_.clear();
+  endResetModel();
+}
+
+int CaptionModel::pendingCount() const {
+  int n = 0;
+  for (const auto& item : items_)
+    n += item.status == CaptionItem::Status::Queued || item.status == CaptionItem::Status::Running;
+  return n;
+}
+
+void CaptionModel::changed(int row) {
+  emit dataChanged(index(row, 0), index(row, ColumnCount - 1));
+  emit itemChanged(row);
+}
+
+void CaptionModel::setSubmitted(int row, const QJsonObject& settings) {
+  if (row < 0 || row >= items_.size()) return;
+  items_[row].submitted = true;
+  items_[row].settings = settings;
+  changed(row);
+}
+
+void CaptionModel::setRunning(int row, const QImage& thumbnail) {
+  if (row < 0 || row >= items_.size()) return;
+  items_[row].status = CaptionItem::Status::Running;
+  items_[row].thumbnail = thumbnail;
+  changed(row);
+}
+
+void CaptionModel::setPartial(int row, const QString& caption) {
+  if (row < 0 || row >= items_.size()) return;
+  items_[row].partial = caption;
+  changed(row);
+}
+
+void CaptionModel::setDone(int row, const QJsonObject& result) {
+  if (row < 0 || row >= items_.size()) return;
+  auto& item = items_[row];
+  item.status = CaptionItem::Status::Done;
+  item.nbest = result.value(QStringLiteral("captions")).toArray();
+  item.ms = result.value(QStringLiteral("ms")).toObject();
+  item.partial.clear();
+  changed(row);
+}
+
+void CaptionModel::setFailed(int row, const QString& error) {
+  if (row < 0 || row >= items_.size()) return;
+  items_[row].status = CaptionItem::Status::Failed;
+  items_[row].error = error;
+  changed(row);
+}
+
+void CaptionModel::setCancelled(int row) {
+  if (row < 0 || row >= items_.size()) return;
+  items_[row].status = CaptionItem::Status::Cancelled;
+  changed(row);
+}
+
+qint64 CaptionModel::cocoImageId(const QString& path, int row) {
+  static const QRegularExpression trailingDigits(QStringLiteral("(\\d+)$"));
+  const auto match = trailingDigits.match(QFileInfo(path).completeBaseName());
+  bool ok = false;
+  const qint64 id = match.hasMatch() ? match.captured(1).toLongLong(&ok) : 0;
+  return ok ? id : row + 1;
+}
+
+void CaptionModel::exportCsv(const QString& file) const {
+  QString out = QStringLiteral("image,caption,score,preprocess_ms,encode_ms,decode_ms,error\n");
+  for (const auto& item : items_) {
+    if (item.status != CaptionItem::Status::Done && item.status != CaptionItem::Status::Failed) continue;
+    const QJsonObject best = item.nbest.isEmpty() ? QJsonObject() : item.nbest.first().toObject();
+    const auto number = [](const QJsonValue& v) { return v.isUndefined() ? QString() : QString::number(v.toDouble(), 'g', 8); };
+    out += QStringList{csvField(item.display), csvField(item.caption()), number(best.value(QStringLiteral("score"))),
+                       number(item.ms.value(QStringLiteral("preprocess"))), number(item.ms.value(QStringLiteral("encode"))),
+                       number(item.ms.value(QStringLiteral("decode"))), csvField(item.error)}
+               .join(QLatin1Char(','));
+    out += QLatin1Char('\n');
+  }
+  writeAtomic(file, out.toUtf8());
+}
+
+void CaptionModel::exportJsonLines(const QString& file) const {
+  QByteArray out;
+  for (const auto& item : items_) {
+    if (item.status != CaptionItem::Status::Done && item.status != CaptionItem::Status::Failed) continue;
+    out += QJsonDocument(item.toJson()).toJson(QJsonDocument::Compact) + '\n';
+  }
+  writeAtomic(file, out);
+}
+
+void CaptionModel::exportCocoResults(const QString& file) const {
+  QJsonArray results;
+  for (int row = 0; row < items_.size(); ++row) {
+    const auto& item = items_.at(row);
+    if (item.status != CaptionItem::Status::Done) continue;
+    results.append(QJsonObject{{"image_id", cocoImageId(item.display, row)}, {"caption", item.caption()}});
+  }
+  writeAtomic(file, QJsonDocument(results).toJson(QJsonDocument::Compact) + '\n');
+}

@@ -1,0 +1,75 @@
+// The Caption page's items: one row per image with its thumbnail, status,
+// caption (growing word by word while decoding), n-best list with scores,
+// timing split and the decoding settings used. Also the exports (CSV, JSON
+// Lines, COCO results), written atomically.
+#pragma once
+
+#include <QAbstractTableModel>
+#include <QImage>
+#include <QJsonArray>
+#include <QJsonObject>
+#include <QString>
+#include <QVector>
+
+struct CaptionItem {
+  enum class Status { Queued, Running, Done, Failed, Cancelled };
+  QString display;  // as the user named it
+  QString path;     // what is opened
+  QImage thumbnail;
+  Status status = Status::Queued;
+  QString partial;     // best hypothesis so far while decoding
+  QJsonArray nbest;    // [{text, score, sum_logprob}], best first
+  QJsonObject ms;      // {preprocess, encode, decode}
+  QJsonObject settings;  // decoding settings used
+  QString error;
+  bool submitted = false;  // handed to the worker
+
+  QString caption() const;  // best caption, or the partial one while running
+  QString statusText() const;
+  QJsonObject toJson() const;
+};
+
+class CaptionModel : public QAbstractTableModel {
+  Q_OBJECT
+ public:
+  enum Column { ImageColumn, CaptionColumn, StatusColumn, ColumnCount };
+  using QAbstractTableModel::QAbstractTableModel;
+
+  int rowCount(const QModelIndex& parent = {}) const override;
+  int columnCount(const QModelIndex& parent = {}) const override;
+  QVariant data(const QModelIndex& index, int role) const override;
+  QVariant headerData(int section, Qt::Orientation orientation, int role) const override;
+
+  // Appends queued items; returns the first new row.
+  int append(const QVector<CaptionItem>& items);
+  void clear();
+  const CaptionItem& item(int row) const { return items_.at(row); }
+  const QVector<CaptionItem>& items() const { return items_; }
+  int pendingCount() const;  // queued or running
+
+  // The row goes to the worker with these decoding settings.
+  void setSubmitted(int row, const QJsonObject& settings);
+  void setRunning(int row, const QImage& thumbnail);
+  void setPartial(int row, const QString& caption);
+  void setDone(int row, const QJsonObject& result);
+  void setFailed(int row, const QString& error);
+  void setCancelled(int row);
+
+  // Exports the captioned items (failed ones too, with their error, in CSV and
+  // JSON Lines; COCO results hold captioned images only). Throw
+  // std::runtime_error naming the file and the reason.
+  void exportCsv(const QString& file) const;
+  void exportJsonLines(const QString& file) const;
+  void exportCocoResults(const QString& file) const;
+
+  // COCO image id: the number that ends the file name (COCO_val2014_000000391895.jpg
+  // -> 391895), else the row number counted from 1.
+  static qint64 cocoImageId(const QString& path, int row);
+
+ signals:
+  void itemChanged(int row);
+
+ private:
+  void changed(int row);
+  QVector<CaptionItem> items_;
+};

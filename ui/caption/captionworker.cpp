@@ -1,0 +1,123 @@
+#include "caption/captionworker.h"
+
+#include <QFileInfo>
+#include <QJsonArray>
+
+#include <c10/core/GradMode.h>
+#include <opencv2/imgproc.hpp>
+
+#include <chrono>
+
+#include "expnet/image.h"
+
+namespace {
+using Clock = std::chrono::steady_clock;
+double msSince(Clock::time_point start) {
+  return std::chrono::duration<double, std::milli>(Clock::now() - start).count();
+}
+
+// Thrown from on_step to leave the search as soon as the user cancels.
+struct Cancelled {};
+
+constexpr int kThumbnailSize = 72;  // the page shows thumbnails in 72 x 72 cells
+
+QImage thumbnailOf(const cv::Mat& rgb) {
+  const double scale = double(kThumbnailSize) / std::max(rgb.cols, rgb.rows);
+  cv::Mat small;
+  cv::resize(rgb, small, cv::Size(std::max(1, int(rgb.cols * scale)), std::max(1, int(rgb.rows * scale))), 0, 0,
+             cv::INTER_AREA);
+  // copy(): the QImage must own its pixels once `small` goes away.
+  return QImage(small.data, small.cols, small.rows, int(small.step), QImage::Format_RGB888).copy();
+}
+
+QString modelName(const ModelRequest& request) {
+  const QString checkpoint =
+      request.checkpoint.isEmpty() ? QStringLiteral("random weights") : QFileInfo(request.checkpoint).fileName();
+  const QString model = request.model.isEmpty() ? QString() : QFileInfo(request.model).fileName();
+  return model.isEmpty() ? checkpoint : QStringLiteral("%1 (%2)").arg(checkpoint, model);
+}
+}  // namespace
+
+CaptionWorker::CaptionWorker() = default;
+
+CaptionWorker::~CaptionWorker() = default;
+
+void CaptionWorker::loadModel(const ModelRequest& request) {
+  try {
+    expnet::ModelSource source;
+    source.model = request.model.toStdString();
+    source.checkpoint = request.checkpoint.toStdString();
+    source.vocab = request.vocab.toStdString();
+    source.device = request.device.toStdString();
+    auto captioner = expnet::Captioner::load(source);
+    const auto& config = captioner->config();
+    QJsonObject details{{"checkpoint", request.checkpoint},
+                        {"model", request.model},
+                        {"vocab", request.vocab},
+                        {"device", request.device},
+                        {"vocabulary_size", qint64(captioner->vocabulary().size())},
+                        {"image_size", qint64(config.swin_img_size)},
+                        {"max_seq_len", qint64(config.max_seq_len)},
+                        {"load_ms", captioner->load_ms()}};
+    captioner_ = std::move(captioner);
+    emit modelLoaded(modelName(request), details);
+  } catch (const std::exception& e) {
+    emit modelFailed(QString::fromStdString(e.what()));
+  }
+}
+
+void CaptionWorker::caption(const QVector<CaptionJob>& jobs, const expnet::DecodingOptions& options, int epoch) {
+  for (const auto& job : jobs) {
+    if (epoch != cancelEpoch_.load()) {
+      emit itemCancelled(job.row);
+      continue;
+    }
+    if (!captioner_) {
+      emit itemFailed(job.row, QStringLiteral("no model loaded: load a checkpoint and vocabulary first"));
+      continue;
+    }
+    try {
+      emit itemDone(job.row, captionOne(job, options, epoch));
+    } catch (const Cancelled&) {
+      emit itemCancelled(job.row);
+    } catch (const std::exception& e) {
+      emit itemFailed(job.row, QString::fromStdString(e.what()));
+    }
+  }
+}
+
+// The same steps as Captioner::caption_files with batch 1, split so the page
+// sees the thumbnail first, then the words as the search advances.
+QJsonObject CaptionWorker::captionOne(const CaptionJob& job, const expnet::DecodingOptions& requested, int epoch) {
+  c10::NoGradGuard noGrad;
+  expnet::DecodingOptions options = captioner_->complete(requested);
+  options.validate();
+  const auto& vocab = captioner_->vocabulary();
+  options.on_step = [&](const expnet::StepUpdate& update) {
+    if (epoch != cancelEpoch_.load()) throw Cancelled{};
+    emit itemWords(job.row, QString::fromStdString(vocab.decode_text(update.best)));
+  };
+
+  auto start = Clock::now();
+  const cv::Mat rgb = expnet::load_image_rgb(job.path.toStdString());
+  const at::Tensor input = captioner_->preprocess(rgb);
+  const double preprocessMs = msSince(start);
+  emit itemStarted(job.row, thumbnailOf(rgb));
+
+  start = Clock::now();
+  const at::Tensor encoded = captioner_->encode(input);
+  auto decoder = captioner_->make_decoder(encoded, expnet::DecoderKind::Incremental);
+  const double encodeMs = msSince(start);
+
+  start = Clock::now();
+  const auto results = expnet::decode(*decoder, 1, captioner_->special_tokens(options.block_bad_endings), options);
+  const double decodeMs = msSince(start);
+
+  QJsonArray captions;
+  for (const auto& hypothesis : results.at(0).hypotheses)
+    captions.append(QJsonObject{{"text", QString::fromStdString(vocab.decode_text(hypothesis.tokens))},
+                                {"score", hypothesis.score},
+                                {"sum_logprob", hypothesis.sum_logprob}});
+  return QJsonObject{{"captions", captions},
+                     {"ms", QJsonObject{{"preprocess", preprocessMs}, {"encode", encodeMs}, {"decode", decodeMs}}}};
+}

@@ -1,0 +1,60 @@
+// Runs the Captioner off the UI thread. The worker object lives in its own
+// QThread; the page calls its slots through queued connections and hears back
+// through queued signals, so LibTorch never runs on the UI thread. Words stream
+// out of the decoder's on_step callback as itemWords signals.
+#pragma once
+
+#include <QImage>
+#include <QJsonObject>
+#include <QObject>
+#include <QString>
+#include <QStringList>
+#include <QVector>
+
+#include <atomic>
+#include <memory>
+
+#include "expnet/captioner.h"
+
+struct ModelRequest {
+  QString model, checkpoint, vocab, device = QStringLiteral("cpu");
+};
+
+struct CaptionJob {
+  int row = 0;
+  QString path;
+};
+
+class CaptionWorker : public QObject {
+  Q_OBJECT
+ public:
+  CaptionWorker();
+  ~CaptionWorker() override;
+
+  // Thread-safe: abandons the image being decoded and every job queued so far.
+  void cancelAll() { ++cancelEpoch_; }
+  int cancelEpoch() const { return cancelEpoch_.load(); }
+
+ public:
+  // Run in the worker's thread (queued functors from the page).
+  void loadModel(const ModelRequest& request);
+  // `epoch` is cancelEpoch() when the jobs were submitted: jobs from an older
+  // epoch were cancelled and are reported as such without running.
+  void caption(const QVector<CaptionJob>& jobs, const expnet::DecodingOptions& options, int epoch);
+
+ signals:
+  void modelLoaded(const QString& name, const QJsonObject& details);
+  void modelFailed(const QString& error);
+  void itemStarted(int row, const QImage& thumbnail);
+  void itemWords(int row, const QString& partialCaption);
+  // result: captions [{text, score, sum_logprob}], ms {preprocess, encode, decode}
+  void itemDone(int row, const QJsonObject& result);
+  void itemFailed(int row, const QString& error);
+  void itemCancelled(int row);
+
+ private:
+  QJsonObject captionOne(const CaptionJob& job, const expnet::DecodingOptions& options, int epoch);
+
+  std::unique_ptr<expnet::Captioner> captioner_;
+  std::atomic<int> cancelEpoch_{0};
+};
