@@ -5,6 +5,7 @@
 
 #include <opencv2/imgproc.hpp>
 
+#include <cctype>
 #include <filesystem>
 #include <iostream>
 
@@ -65,7 +66,7 @@ int write_word_overlays(const fs::path& dir, const CaptionTrace& trace, const Vo
     if (id == vocab.eos_id()) continue;
     const std::string name = two_digits(k) + "_" + file_safe(vocab.word(id)) + ".png";
     const auto step = trace.cross_attention[static_cast<int64_t>(k)];  // layers x heads x N
-    write_png(dir / ("word_" + name), attention_overlay(rgb, grid_weights(step.mean({0, 1}), trace.grid_side)));
+    write_png(dir / ("word_" + name), attention_overlay(rgb, grid_weights(step.mean(std::vector<int64_t>{0, 1}), trace.grid_side)));
     std::vector<cv::Mat> tiles;
     std::vector<std::string> labels;
     for (int64_t l = 0; l < layers; ++l)

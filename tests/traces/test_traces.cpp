@@ -207,11 +207,11 @@ class TestTraces : public QObject {
     }
     QVERIFY(wordOverlays >= 1);
     for (int l = 1; l <= kEncLayers; ++l) {
-      const cv::Mat slots =
+      const cv::Mat slotMap =
           cv::imread(outDir.filePath(QStringLiteral("static_slots_layer_%1.png").arg(l)).toStdString());
-      QVERIFY(!slots.empty());
-      QCOMPARE(slots.cols, original.cols);
-      QCOMPARE(slots.rows, original.rows);
+      QVERIFY(!slotMap.empty());
+      QCOMPARE(slotMap.cols, original.cols);
+      QCOMPARE(slotMap.rows, original.rows);
       QVERIFY(!cv::imread(outDir.filePath(QStringLiteral("static_layer_%1.png").arg(l)).toStdString()).empty());
     }
   }

@@ -124,7 +124,7 @@ cv::Mat attention_overlay(const cv::Mat& rgb, const cv::Mat& weights, double alp
     throw std::invalid_argument("attention_overlay: expected an 8-bit RGB image and a float weight grid");
   double max_value = 0;
   cv::minMaxLoc(weights, nullptr, &max_value);
-  cv::Mat scaled = max_value > 0 ? cv::Mat(weights / max_value) : cv::Mat::zeros(weights.size(), CV_32F);
+  cv::Mat scaled = max_value > 0 ? cv::Mat(weights / max_value) : cv::Mat(cv::Mat::zeros(weights.size(), CV_32F));
   cv::Mat up, heat8, heat, bgr, out;
   cv::resize(scaled, up, rgb.size(), 0, 0, cv::INTER_LINEAR);
   up.convertTo(heat8, CV_8U, 255.0);
