@@ -20,6 +20,7 @@
 #include <vector>
 
 #include "expnet/model_config.h"
+#include "expnet/model_trace.h"
 
 namespace expnet {
 
@@ -153,6 +154,9 @@ TORCH_MODULE(SwinTransformer);
 
 // ---------------------------------------------------------------- captioner
 
+// ExpansionTrace and DecoderLayerTrace (optional trace outputs of the
+// forward passes below) are defined in expnet/model_trace.h.
+
 class FeedForwardImpl : public torch::nn::Module {
  public:
   FeedForwardImpl(int64_t d_model, int64_t d_ff);
@@ -166,7 +170,7 @@ TORCH_MODULE(FeedForward);
 class StaticExpansionImpl : public torch::nn::Module {
  public:
   StaticExpansionImpl(int64_t d_model, std::vector<int64_t> groups);
-  torch::Tensor forward(const torch::Tensor& x);  // B x L x d
+  torch::Tensor forward(const torch::Tensor& x, ExpansionTrace* trace = nullptr);  // B x L x d
   int64_t d_model;
   std::vector<int64_t> groups;
   double dropout = 0;
@@ -178,7 +182,7 @@ TORCH_MODULE(StaticExpansion);
 class EncoderLayerImpl : public torch::nn::Module {
  public:
   EncoderLayerImpl(int64_t d_model, int64_t d_ff, const std::vector<int64_t>& groups);
-  torch::Tensor forward(const torch::Tensor& x);
+  torch::Tensor forward(const torch::Tensor& x, ExpansionTrace* trace = nullptr);
   double dropout = 0;
   LayerNorm norm_1{nullptr}, norm_2{nullptr};
   StaticExpansion stc_exp{nullptr};
@@ -191,7 +195,7 @@ TORCH_MODULE(EncoderLayer);
 class DynamicExpansionImpl : public torch::nn::Module {
  public:
   DynamicExpansionImpl(int64_t d_model, int64_t num_exp);
-  torch::Tensor forward(const torch::Tensor& x, const torch::Tensor& mask);
+  torch::Tensor forward(const torch::Tensor& x, const torch::Tensor& mask, ExpansionTrace* trace = nullptr);
   int64_t d_model, num_exp;
   double dropout = 0;
   Linear cond_embed{nullptr};
@@ -209,8 +213,9 @@ class CrossAttentionImpl : public torch::nn::Module {
   torch::Tensor project_keys(const torch::Tensor& enc) { return split_heads(Wk(enc)); }
   torch::Tensor project_values(const torch::Tensor& enc) { return split_heads(Wv(enc)); }
   // q: B x T x d; keys/values: B x heads x N x d_k; mask: B x T x N (nonzero = visible) or undefined.
+  // weights, when given, receives the attention weights B x heads x T x N.
   torch::Tensor attend(const torch::Tensor& q, const torch::Tensor& keys, const torch::Tensor& values,
-                       const torch::Tensor& mask);
+                       const torch::Tensor& mask, torch::Tensor* weights = nullptr);
   torch::Tensor split_heads(const torch::Tensor& x);  // B x N x d -> B x heads x N x d_k
   int64_t d_model, heads, d_k;
   Linear Wq{nullptr}, Wk{nullptr}, Wv{nullptr}, out_linear{nullptr};
@@ -221,10 +226,11 @@ class DecoderLayerImpl : public torch::nn::Module {
  public:
   DecoderLayerImpl(int64_t d_model, int64_t heads, int64_t d_ff, int64_t num_exp);
   torch::Tensor forward(const torch::Tensor& x, const torch::Tensor& cross_keys, const torch::Tensor& cross_values,
-                        const torch::Tensor& self_mask, const torch::Tensor& cross_mask);
+                        const torch::Tensor& self_mask, const torch::Tensor& cross_mask,
+                        DecoderLayerTrace* trace = nullptr);
   // The part after the dynamic expansion: cross-attention and feed-forward.
   torch::Tensor cross_and_ff(torch::Tensor x, const torch::Tensor& cross_keys, const torch::Tensor& cross_values,
-                             const torch::Tensor& cross_mask);
+                             const torch::Tensor& cross_mask, torch::Tensor* cross_weights = nullptr);
   double dropout = 0;
   LayerNorm norm_1{nullptr}, norm_2{nullptr}, norm_3{nullptr};
   CrossAttention mha{nullptr};
@@ -252,14 +258,16 @@ class ExpansionNetImpl : public torch::nn::Module {
   ExpansionNetImpl(const ModelConfig& config, int64_t vocab_size, bool reference_init = true);
 
   torch::Tensor backbone(const torch::Tensor& images);
-  torch::Tensor encode(const torch::Tensor& features);
+  // traces, when given, receives one ExpansionTrace per encoder layer.
+  torch::Tensor encode(const torch::Tensor& features, std::vector<ExpansionTrace>* traces = nullptr);
   // Log-probabilities B x T x V. self_mask: B x T x T (nonzero = position u is
   // visible from t); cross_mask: B x T x N or undefined (all visible).
   torch::Tensor decode(const torch::Tensor& enc_out, const torch::Tensor& tokens, const torch::Tensor& self_mask,
                        const torch::Tensor& cross_mask = {});
   // decode() up to dec_reduce_norm (B x T x d), before the vocabulary projection.
+  // traces, when given, receives one DecoderLayerTrace per decoder layer.
   torch::Tensor decode_hidden(const torch::Tensor& enc_out, const torch::Tensor& tokens, const torch::Tensor& self_mask,
-                              const torch::Tensor& cross_mask = {});
+                              const torch::Tensor& cross_mask = {}, std::vector<DecoderLayerTrace>* traces = nullptr);
   torch::Tensor log_probs(const torch::Tensor& hidden);  // log_softmax(vocab_linear(hidden))
   // Token embedding * sqrt(d) + learned positions starting at `first_position`.
   torch::Tensor embed_tokens(const torch::Tensor& tokens, int64_t first_position = 0);

@@ -77,7 +77,7 @@ StaticExpansionImpl::StaticExpansionImpl(int64_t d_model_, std::vector<int64_t> 
   selector_embed = register_module("selector_embed", Linear(d_model, d_model));
 }
 
-torch::Tensor StaticExpansionImpl::forward(const torch::Tensor& x) {
+torch::Tensor StaticExpansionImpl::forward(const torch::Tensor& x, ExpansionTrace* trace) {
   const bool training = is_training();
   const auto& query = query_exp_vectors->weight;  // NE x d
   const auto& bias = bias_exp_vectors->weight;
@@ -86,8 +86,9 @@ torch::Tensor StaticExpansionImpl::forward(const torch::Tensor& x) {
   z = apply_dropout(z, this->dropout, training);
 
   // Forward: every slot gathers the sequence (rows normalised over L).
-  auto class_a = torch::matmul(normalise_rows(torch::relu(z)), class_a_embed(x)) + bias;
-  auto class_b = torch::matmul(normalise_rows(torch::relu(-z)), class_b_embed(x)) + bias;
+  const auto forward_a = normalise_rows(torch::relu(z)), forward_b = normalise_rows(torch::relu(-z));
+  auto class_a = torch::matmul(forward_a, class_a_embed(x)) + bias;
+  auto class_b = torch::matmul(forward_b, class_b_embed(x)) + bias;
   class_a = apply_dropout(class_a, this->dropout, training);
   class_b = apply_dropout(class_b, this->dropout, training);
 
@@ -102,8 +103,10 @@ torch::Tensor StaticExpansionImpl::forward(const torch::Tensor& x) {
     from += g;
   }
   const double num_groups = static_cast<double>(groups.size());
-  auto out_a = torch::matmul(torch::cat(a_parts, -1), class_a) / num_groups;
-  auto out_b = torch::matmul(torch::cat(b_parts, -1), class_b) / num_groups;
+  const auto backward_a = torch::cat(a_parts, -1), backward_b = torch::cat(b_parts, -1);
+  if (trace) *trace = {z, forward_a, forward_b, backward_a, backward_b};
+  auto out_a = torch::matmul(backward_a, class_a) / num_groups;
+  auto out_b = torch::matmul(backward_b, class_b) / num_groups;
   out_a = apply_dropout(out_a, this->dropout, training);
   out_b = apply_dropout(out_b, this->dropout, training);
 
@@ -118,9 +121,9 @@ EncoderLayerImpl::EncoderLayerImpl(int64_t d_model, int64_t d_ff, const std::vec
   ff = register_module("ff", FeedForward(d_model, d_ff));
 }
 
-torch::Tensor EncoderLayerImpl::forward(const torch::Tensor& x) {
+torch::Tensor EncoderLayerImpl::forward(const torch::Tensor& x, ExpansionTrace* trace) {
   const bool training = is_training();
-  auto out = x + apply_dropout(stc_exp(norm_1(x)), this->dropout, training);
+  auto out = x + apply_dropout(stc_exp->forward(norm_1(x), trace), this->dropout, training);
   return out + apply_dropout(ff(norm_2(out)), this->dropout, training);
 }
 
@@ -136,7 +139,7 @@ DynamicExpansionImpl::DynamicExpansionImpl(int64_t d_model_, int64_t num_exp_) :
   selector_embed = register_module("selector_embed", Linear(d_model, d_model));
 }
 
-torch::Tensor DynamicExpansionImpl::forward(const torch::Tensor& x, const torch::Tensor& mask) {
+torch::Tensor DynamicExpansionImpl::forward(const torch::Tensor& x, const torch::Tensor& mask, ExpansionTrace* trace) {
   const bool training = is_training();
   const int64_t B = x.size(0), T = x.size(1), NE = num_exp, d = d_model;
   auto visible = mask.to(torch::kBool);
@@ -155,16 +158,21 @@ torch::Tensor DynamicExpansionImpl::forward(const torch::Tensor& x, const torch:
 
   // Forward: element (t, e) sees the positions visible from t.
   const auto hidden_1 = visible.logical_not().unsqueeze(2).expand({B, T, NE, T}).reshape({B, T * NE, T});
-  auto class_a = torch::matmul(normalise_rows(torch::relu(z).masked_fill(hidden_1, 0.0)), class_a_embed(x));
-  auto class_b = torch::matmul(normalise_rows(torch::relu(-z).masked_fill(hidden_1, 0.0)), class_b_embed(x));
+  const auto forward_a = normalise_rows(torch::relu(z).masked_fill(hidden_1, 0.0));
+  const auto forward_b = normalise_rows(torch::relu(-z).masked_fill(hidden_1, 0.0));
+  auto class_a = torch::matmul(forward_a, class_a_embed(x));
+  auto class_b = torch::matmul(forward_b, class_b_embed(x));
   class_a = apply_dropout(class_a, this->dropout, training);
   class_b = apply_dropout(class_b, this->dropout, training);
 
   // Backward: position t sees the elements of the positions visible from t.
   const auto hidden_2 = visible.logical_not().unsqueeze(-1).expand({B, T, T, NE}).reshape({B, T, T * NE});
   const auto zt = z.transpose(-2, -1);
-  auto out_a = torch::matmul(normalise_rows(torch::relu(zt).masked_fill(hidden_2, 0.0)), class_a + bias);
-  auto out_b = torch::matmul(normalise_rows(torch::relu(-zt).masked_fill(hidden_2, 0.0)), class_b + bias);
+  const auto backward_a = normalise_rows(torch::relu(zt).masked_fill(hidden_2, 0.0));
+  const auto backward_b = normalise_rows(torch::relu(-zt).masked_fill(hidden_2, 0.0));
+  if (trace) *trace = {z.masked_fill(hidden_1, 0.0), forward_a, forward_b, backward_a, backward_b};
+  auto out_a = torch::matmul(backward_a, class_a + bias);
+  auto out_b = torch::matmul(backward_b, class_b + bias);
   out_a = apply_dropout(out_a, this->dropout, training);
   out_b = apply_dropout(out_b, this->dropout, training);
 
@@ -188,12 +196,14 @@ torch::Tensor CrossAttentionImpl::split_heads(const torch::Tensor& x) {
 }
 
 torch::Tensor CrossAttentionImpl::attend(const torch::Tensor& q, const torch::Tensor& keys,
-                                         const torch::Tensor& values, const torch::Tensor& mask) {
+                                         const torch::Tensor& values, const torch::Tensor& mask,
+                                         torch::Tensor* weights) {
   const int64_t B = q.size(0), T = q.size(1);
   auto scores = torch::matmul(split_heads(Wq(q)), keys.transpose(3, 2)) / std::sqrt(static_cast<double>(d_k));
   // The reference fills with -1e4, not -inf: a fully masked row (padding) is uniform, not NaN.
   if (mask.defined()) scores = scores.masked_fill(mask.unsqueeze(1) == 0, -1e4);
   scores = torch::softmax(scores, -1);
+  if (weights) *weights = scores;
   const auto out = torch::matmul(scores, values).permute({0, 2, 1, 3}).contiguous().view({B, T, d_model});
   return out_linear(out);
 }
@@ -211,15 +221,18 @@ DecoderLayerImpl::DecoderLayerImpl(int64_t d_model, int64_t heads, int64_t d_ff,
 
 torch::Tensor DecoderLayerImpl::forward(const torch::Tensor& x, const torch::Tensor& cross_keys,
                                         const torch::Tensor& cross_values, const torch::Tensor& self_mask,
-                                        const torch::Tensor& cross_mask) {
-  auto out = x + apply_dropout(dyn_exp(norm_1(x), self_mask), this->dropout, is_training());
-  return cross_and_ff(out, cross_keys, cross_values, cross_mask);
+                                        const torch::Tensor& cross_mask, DecoderLayerTrace* trace) {
+  auto out = x + apply_dropout(dyn_exp->forward(norm_1(x), self_mask, trace ? &trace->expansion : nullptr),
+                               this->dropout, is_training());
+  return cross_and_ff(out, cross_keys, cross_values, cross_mask, trace ? &trace->cross_attention : nullptr);
 }
 
 torch::Tensor DecoderLayerImpl::cross_and_ff(torch::Tensor x, const torch::Tensor& cross_keys,
-                                             const torch::Tensor& cross_values, const torch::Tensor& cross_mask) {
+                                             const torch::Tensor& cross_values, const torch::Tensor& cross_mask,
+                                             torch::Tensor* cross_weights) {
   const bool training = is_training();
-  x = x + apply_dropout(mha->attend(norm_2(x), cross_keys, cross_values, cross_mask), this->dropout, training);
+  x = x + apply_dropout(mha->attend(norm_2(x), cross_keys, cross_values, cross_mask, cross_weights), this->dropout,
+                        training);
   return x + apply_dropout(ff(norm_3(x)), this->dropout, training);
 }
 
@@ -265,15 +278,16 @@ ExpansionNetImpl::ExpansionNetImpl(const ModelConfig& config, int64_t vocab_size
 
 torch::Tensor ExpansionNetImpl::backbone(const torch::Tensor& images) { return swin_transf(images); }
 
-torch::Tensor ExpansionNetImpl::encode(const torch::Tensor& features) {
+torch::Tensor ExpansionNetImpl::encode(const torch::Tensor& features, std::vector<ExpansionTrace>* traces) {
   if (features.dim() != 3 || features.size(2) != config_.final_swin_dim)
     throw std::invalid_argument("encode: expected features B x N x " + std::to_string(config_.final_swin_dim) +
                                 ", got " + shape_text(features));
   const bool training = is_training();
   auto x = apply_dropout(input_linear(features), dropout_.enc_input, training);
   std::vector<torch::Tensor> outputs;
-  for (auto& layer : encoders) {
-    x = layer(x);
+  if (traces) traces->assign(encoders.size(), {});
+  for (size_t i = 0; i < encoders.size(); ++i) {
+    x = encoders[i]->forward(x, traces ? &(*traces)[i] : nullptr);
     outputs.push_back(x);
   }
   x = x + apply_dropout(enc_reduce_group(torch::cat(outputs, -1)), dropout_.other, training);
@@ -298,7 +312,8 @@ torch::Tensor ExpansionNetImpl::embed_tokens(const torch::Tensor& tokens, int64_
 }
 
 torch::Tensor ExpansionNetImpl::decode_hidden(const torch::Tensor& enc_out, const torch::Tensor& tokens,
-                                              const torch::Tensor& self_mask, const torch::Tensor& cross_mask) {
+                                              const torch::Tensor& self_mask, const torch::Tensor& cross_mask,
+                                              std::vector<DecoderLayerTrace>* traces) {
   if (enc_out.dim() != 3 || enc_out.size(2) != config_.d_model || enc_out.size(0) != tokens.size(0))
     throw std::invalid_argument("decode: encoder output " + shape_text(enc_out) + " does not match " +
                                 std::to_string(tokens.size(0)) + " sequences of d_model " +
@@ -306,8 +321,11 @@ torch::Tensor ExpansionNetImpl::decode_hidden(const torch::Tensor& enc_out, cons
   const bool training = is_training();
   auto y = embed_tokens(tokens);
   std::vector<torch::Tensor> outputs;
-  for (auto& layer : decoders) {
-    y = layer(y, layer->mha->project_keys(enc_out), layer->mha->project_values(enc_out), self_mask, cross_mask);
+  if (traces) traces->assign(decoders.size(), {});
+  for (size_t i = 0; i < decoders.size(); ++i) {
+    auto& layer = decoders[i];
+    y = layer->forward(y, layer->mha->project_keys(enc_out), layer->mha->project_values(enc_out), self_mask, cross_mask,
+                       traces ? &(*traces)[i] : nullptr);
     outputs.push_back(y);
   }
   y = y + apply_dropout(dec_reduce_group(torch::cat(outputs, -1)), dropout_.other, training);
