@@ -473,9 +473,9 @@ struct WeightedNgram {
   bool operator<(const WeightedNgram& other) const { return packed < other.packed; }
 };
 
-// The tf-idf vector of a sentence whose n-grams carry their idf already.
-CiderVector weighted_vector(std::vector<WeightedNgram>& ngrams, std::vector<CiderEntry>& arena, size_t length) {
-  std::sort(ngrams.begin(), ngrams.end());
+// The tf-idf vector of a sentence whose n-grams carry their idf already and
+// are sorted by id.
+CiderVector weighted_vector(const std::vector<WeightedNgram>& ngrams, std::vector<CiderEntry>& arena, size_t length) {
   CiderVector vector;
   vector.begin = arena.size();
   for (size_t i = 0; i < ngrams.size();) {
@@ -519,8 +519,24 @@ MetricScores compute_cider_d(const EvalSet& set) {
   std::vector<uint32_t> run_of_image(set.size(), kNone);  // dedupes images within one n-gram
   std::vector<KeyedPosition> items, buffer;
   uint64_t previous_count = 0;
-  for (size_t n = 0; n < static_cast<size_t>(kMaxN); ++n) {
-    if (n > 0) first_id[n] = first_id[n - 1] + previous_count;
+  // Unigrams: the word ids are dense already; df with one stamp per word.
+  {
+    std::vector<uint32_t> df(vocabulary, 0), last_image(vocabulary, kNone);
+    for (const auto& s : sentences)
+      if (s.reference)
+        for (size_t p = s.begin; p < s.begin + s.size; ++p)
+          if (last_image[words[p]] != s.image) {
+            last_image[words[p]] = s.image;
+            ++df[words[p]];
+          }
+    std::vector<double> idf(vocabulary);
+    for (size_t w = 0; w < vocabulary; ++w) idf[w] = log_images - std::log(std::max(1.0, static_cast<double>(df[w])));
+    occurrences[0].resize(words.size());
+    for (size_t p = 0; p < words.size(); ++p) occurrences[0][p] = {words[p], idf[words[p]]};
+    previous_count = vocabulary;
+  }
+  for (size_t n = 1; n < static_cast<size_t>(kMaxN); ++n) {
+    first_id[n] = first_id[n - 1] + previous_count;
     items.clear();
     for (const auto& s : sentences) {
       const uint32_t image = s.reference ? s.image : (s.image | kCandidateBit);
@@ -528,11 +544,10 @@ MetricScores compute_cider_d(const EvalSet& set) {
         const size_t p = s.begin + i;
         const uint64_t last = words[p + n];
         // Key = (id of the prefix within order n-1, last word).
-        const uint64_t key = n == 0 ? last : uint64_t{occurrences[n - 1][p].id} * vocabulary + last;
-        items.push_back({key, static_cast<uint32_t>(p), image});
+        items.push_back({uint64_t{occurrences[n - 1][p].id} * vocabulary + last, static_cast<uint32_t>(p), image});
       }
     }
-    radix_sort(items, buffer, n == 0 ? vocabulary - 1 : previous_count * vocabulary + vocabulary - 1);
+    radix_sort(items, buffer, previous_count * vocabulary + vocabulary - 1);
     occurrences[n].resize(words.size());
     uint32_t count = 0;
     for (size_t i = 0; i < items.size(); ++count) {
@@ -560,11 +575,16 @@ MetricScores compute_cider_d(const EvalSet& set) {
   std::vector<CiderVector> reference_vectors;
   auto vector_of = [&](const FlatSentence& s, std::vector<CiderEntry>& arena) {
     ngrams.clear();
-    for (size_t n = 0; n < static_cast<size_t>(kMaxN); ++n)
+    // Every id of order n is below every id of order n+1: sorting each order's
+    // few n-grams sorts the whole sentence.
+    for (size_t n = 0; n < static_cast<size_t>(kMaxN); ++n) {
+      const size_t begin = ngrams.size();
       for (size_t i = 0; i + n < s.size; ++i) {
         const Occurrence& o = occurrences[n][s.begin + i];
         ngrams.push_back({((first_id[n] + o.id) << 2) | n, o.idf});
       }
+      std::sort(ngrams.begin() + static_cast<std::ptrdiff_t>(begin), ngrams.end());
+    }
     return weighted_vector(ngrams, arena, s.size);
   };
   for (size_t k = 0; k < sentences.size();) {
