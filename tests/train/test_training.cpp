@@ -216,7 +216,7 @@ class TestTraining : public QObject {
     const int64_t expected_count = targets.ne(pad).sum().item<int64_t>();
     QCOMPARE(count, expected_count);
     const auto theirs = torch_peer(
-        "xe", QJsonObject{{"log_probs", to_json(log_probs)}, {"targets", to_json(targets)}, {"pad", pad},
+        "xe", QJsonObject{{"log_probs", to_json(log_probs)}, {"targets", to_json(targets)}, {"pad", static_cast<qint64>(pad)},
                           {"smoothing", 0.1}});
     QVERIFY(!theirs.isEmpty());
     QVERIFY2(std::abs(ours - theirs["loss"].toDouble()) < 1e-12,

@@ -95,12 +95,48 @@ torch::Tensor RAdam::step(LossClosure closure) {
   return loss;
 }
 
+// State by parameter position (group g, parameter i), which survives a new
+// process: LibTorch's own archive keys state by tensor address and does not
+// restore group options.
 void RAdam::save(torch::serialize::OutputArchive& archive) const {
-  torch::optim::serialize<RAdamParamState, RAdamOptions>(archive, *this);
+  for (size_t g = 0; g < param_groups_.size(); ++g) {
+    const auto prefix = "group" + std::to_string(g);
+    archive.write(prefix + ".lr", c10::IValue(param_groups_[g].options().get_lr()));
+    const auto& params = param_groups_[g].params();
+    for (size_t i = 0; i < params.size(); ++i) {
+      const auto it = state_.find(c10::guts::to_string(params[i].unsafeGetTensorImpl()));
+      if (it == state_.end()) continue;
+      const auto& st = static_cast<const RAdamParamState&>(*it->second);
+      const auto key = prefix + ".p" + std::to_string(i);
+      archive.write(key + ".step", torch::tensor(st.step(), torch::kLong));
+      archive.write(key + ".exp_avg", st.exp_avg());
+      archive.write(key + ".exp_avg_sq", st.exp_avg_sq());
+    }
+  }
 }
 
 void RAdam::load(torch::serialize::InputArchive& archive) {
-  torch::optim::serialize<RAdamParamState, RAdamOptions>(archive, *this);
+  state_.clear();
+  for (size_t g = 0; g < param_groups_.size(); ++g) {
+    const auto prefix = "group" + std::to_string(g);
+    c10::IValue lr;
+    if (archive.try_read(prefix + ".lr", lr)) param_groups_[g].options().set_lr(lr.toDouble());
+    const auto& params = param_groups_[g].params();
+    for (size_t i = 0; i < params.size(); ++i) {
+      const auto key = prefix + ".p" + std::to_string(i);
+      torch::Tensor step, exp_avg, exp_avg_sq;
+      if (!archive.try_read(key + ".step", step)) continue;
+      archive.read(key + ".exp_avg", exp_avg);
+      archive.read(key + ".exp_avg_sq", exp_avg_sq);
+      if (!exp_avg.sizes().equals(params[i].sizes()))
+        throw std::runtime_error("optimizer state does not match the model (parameter " + std::to_string(i) + ")");
+      auto st = std::make_unique<RAdamParamState>();
+      st->step(step.item<int64_t>());
+      st->exp_avg(exp_avg.to(params[i].device()));
+      st->exp_avg_sq(exp_avg_sq.to(params[i].device()));
+      state_[c10::guts::to_string(params[i].unsafeGetTensorImpl())] = std::move(st);
+    }
+  }
 }
 
 // ---------------------------------------------------------------- schedules
