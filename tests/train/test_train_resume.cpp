@@ -71,16 +71,12 @@ class TestTrainResume : public QObject {
                                               {"runs", "export", "tiny-resume", "--csv", "--store", killed + "/runs.sqlite"});
     QCOMPARE(csv2.out.count("\nstep,"), 9);
 
-    // KNOWN ISSUE: two fresh runs of the same config already differ at step 1
-    // (see the run stores), so something before or outside the resumed state
-    // is not deterministic yet; the resume itself is not what differs.
     const auto x = expnet::read_state_dict((whole + "/final.pth").toStdString());
     const auto y = expnet::read_state_dict((killed + "/final.pth").toStdString());
     QCOMPARE(x.size(), y.size());
     bool identical = true;
     for (size_t i = 0; i < x.size(); ++i)
       identical = identical && x[i].first == y[i].first && torch::equal(x[i].second, y[i].second);
-    QEXPECT_FAIL("", "fresh runs are not yet bit-reproducible (differ from step 1)", Abort);
     QVERIFY(identical);
   }
 };

@@ -302,6 +302,9 @@ void Trainer::prepare_data() {
 
 void Trainer::build_model() {
   model_config_ = ModelConfig::from_json(config_.model_json, "training config model");
+  // Seed before construction: the reference initialisation keeps the modules'
+  // default (random) 1-D biases, drawn in the constructors.
+  torch::manual_seed(config_.seed);
   model_ = ExpansionNet(model_config_, static_cast<int64_t>(vocab_->size()));
   model_->to(device_);
 }
@@ -618,8 +621,6 @@ TrainOutcome Trainer::run() {
     run_id_ = store_->create_run(config_.name, config_.to_json(), fs::absolute(options_.out_dir).string());
     for (size_t i = 0; i < config_.stages.size(); ++i)
       store_->add_stage(run_id_, static_cast<int64_t>(i), config_.stages[i].name, stage_to_json(config_.stages[i]).dump());
-    torch::manual_seed(config_.seed);
-    model_->reset_parameters();
   }
   store_->set_status(run_id_, "running");
   auto old_int = std::signal(SIGINT, on_stop_signal);
