@@ -13,7 +13,11 @@
 #include <random>
 
 #include "command.h"
+#include <opencv2/imgcodecs.hpp>
+#include <opencv2/imgproc.hpp>
+
 #include "expnet/atomic_file.h"
+#include "expnet/data_loader.h"
 #include "expnet/dataset.h"
 #include "expnet/dataset_index.h"
 
@@ -141,6 +145,56 @@ void run(int repeats, bool keep, const std::string& work_arg, bool json) {
   }
   if (!keep) fs::remove_all(work);
 }
+
+// Images per second through the loader with 1 and 2 worker threads. The
+// decoder is OpenCV's imread + RGB conversion, standing in for the images
+// module's load_image_rgb until the app wires that in.
+void run_loader(const std::string& path, int64_t batches, int64_t batch_size, bool json) {
+  const Dataset dataset = load_dataset(path);
+  const Vocabulary vocabulary = build_vocabulary(dataset, 1).vocabulary;
+  const ImageSource decode = [](const std::string& file) {
+    cv::Mat bgr = cv::imread(file, cv::IMREAD_COLOR), rgb;
+    if (bgr.empty()) throw std::runtime_error("cannot read image '" + file + "'");
+    cv::cvtColor(bgr, rgb, cv::COLOR_BGR2RGB);
+    return rgb;
+  };
+  nlohmann::json out = {{"dataset", dataset.source}, {"batch_size", batch_size}, {"batches", batches}};
+  for (const int workers : {1, 2}) {
+    LoaderOptions options;
+    options.batch_size = batch_size;
+    options.workers = workers;
+    options.prefetch = 2 * workers;
+    DataLoader loader(dataset, vocabulary, options, decode);
+    loader.next();  // warm-up: first batch, threads started
+    int64_t images = 0;
+    const auto start = Clock::now();
+    for (int64_t b = 0; b < batches; ++b) images += static_cast<int64_t>(loader.next().size());
+    const double rate = static_cast<double>(images) / seconds_since(start);
+    out["images_per_second_" + std::to_string(workers) + "_threads"] = rate;
+    if (!json)
+      std::cout << std::fixed << std::setprecision(0) << "loader, caption-wise, batch " << batch_size << ", " << workers
+                << " worker thread" << (workers > 1 ? "s" : "") << ": " << rate << " images/s (" << images << " images)\n";
+  }
+  if (json) std::cout << out.dump() << std::endl;
+}
+
+const bool registered_loader = register_command({"bench", 201, [](CLI::App& root) {
+  auto* group = command_group(root, "bench", "Benchmarks that print figures (medians)");
+  auto* command = group->add_subcommand("loader", "Images per second through the training loader with 1 and 2 worker threads");
+  auto runtime = add_runtime_options(command);
+  auto path = std::make_shared<std::string>();
+  auto batches = std::make_shared<int64_t>(60);
+  auto batch_size = std::make_shared<int64_t>(48);
+  auto json = std::make_shared<bool>(false);
+  command->add_option("--dataset", *path, "Dataset with images (e.g. one written by expnet dataset make-shapes)")->required();
+  command->add_option("--batches", *batches, "Batches timed per thread count")->capture_default_str()->check(CLI::PositiveNumber);
+  command->add_option("--batch-size", *batch_size, "Items per batch")->capture_default_str()->check(CLI::PositiveNumber);
+  command->add_flag("--json", *json, "Print one compact JSON object");
+  command->callback([=] {
+    apply_runtime(*runtime);
+    run_loader(*path, *batches, *batch_size, *json);
+  });
+}});
 
 const bool registered = register_command({"bench", 200, [](CLI::App& root) {
   auto* group = command_group(root, "bench", "Benchmarks that print figures (medians)");

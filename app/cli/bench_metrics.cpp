@@ -3,6 +3,8 @@
 #include <nlohmann/json.hpp>
 
 #include <algorithm>
+#include <time.h>
+
 #include <chrono>
 #include <cstdio>
 #include <iostream>
@@ -87,16 +89,34 @@ Corpus generate_corpus(size_t images, size_t references_per_image, size_t sample
   return corpus;
 }
 
+double thread_cpu_ms() {
+  timespec now{};
+  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &now);
+  return static_cast<double>(now.tv_sec) * 1e3 + static_cast<double>(now.tv_nsec) * 1e-6;
+}
+
+double median(std::vector<double> values) {
+  std::sort(values.begin(), values.end());
+  return values[values.size() / 2];
+}
+
+// Median wall time and median CPU time of this thread. On a busy machine the
+// wall time includes waiting for a core; the CPU time does not.
+struct Timing {
+  double wall_ms = 0, cpu_ms = 0;
+};
+
 template <typename Work>
-double median_ms(int repeats, Work work) {
-  std::vector<double> ms;
+Timing measure(int repeats, Work work) {
+  std::vector<double> wall, cpu;
   for (int i = 0; i < repeats; ++i) {
     const auto start = Clock::now();
+    const double cpu_start = thread_cpu_ms();
     work();
-    ms.push_back(std::chrono::duration<double, std::milli>(Clock::now() - start).count());
+    cpu.push_back(thread_cpu_ms() - cpu_start);
+    wall.push_back(std::chrono::duration<double, std::milli>(Clock::now() - start).count());
   }
-  std::sort(ms.begin(), ms.end());
-  return ms[ms.size() / 2];
+  return {median(wall), median(cpu)};
 }
 
 struct Options {
@@ -111,15 +131,15 @@ void run(const RuntimeOptions& runtime, const Options& options) {
   const Corpus corpus = generate_corpus(kImages, kReferences, kSamples);
 
   EvalSet set;
-  const double tokenize_ms = median_ms(repeats, [&] {
+  const Timing tokenize = measure(repeats, [&] {
     EvalSet fresh;
     for (size_t i = 0; i < kImages; ++i) fresh.add_raw(std::to_string(i), corpus.candidates[i], corpus.references[i]);
     set = std::move(fresh);
   });
   double checksum = 0;  // printed, so the work cannot be optimised away
-  const double bleu_ms = median_ms(repeats, [&] { checksum += compute_bleu(set).corpus[3]; });
-  const double rouge_ms = median_ms(repeats, [&] { checksum += compute_rouge_l(set).corpus; });
-  const double cider_ms = median_ms(repeats, [&] { checksum += compute_cider_d(set).corpus; });
+  const Timing bleu = measure(repeats, [&] { checksum += compute_bleu(set).corpus[3]; });
+  const Timing rouge = measure(repeats, [&] { checksum += compute_rouge_l(set).corpus; });
+  const Timing cider = measure(repeats, [&] { checksum += compute_cider_d(set).corpus; });
 
   // Reward mode: training references cleaned as for training; 5 samples per
   // image scored in one call, as words and as token ids.
@@ -134,8 +154,8 @@ void run(const RuntimeOptions& runtime, const Options& options) {
     }
   }
   std::unique_ptr<CiderDReward> reward;
-  const double reward_setup_ms = median_ms(repeats, [&] { reward = std::make_unique<CiderDReward>(train_refs); });
-  const double reward_ms = median_ms(repeats, [&] { checksum += reward->score(sample_images, samples)[0]; });
+  const Timing reward_setup = measure(repeats, [&] { reward = std::make_unique<CiderDReward>(train_refs); });
+  const Timing reward_words = measure(repeats, [&] { checksum += reward->score(sample_images, samples)[0]; });
 
   std::vector<std::string> idx2word;
   std::map<std::string, int64_t> word2idx;
@@ -152,37 +172,39 @@ void run(const RuntimeOptions& runtime, const Options& options) {
     sample_ids.back().push_back(eos);
   }
   reward->set_vocabulary(idx2word, eos);
-  const double reward_ids_ms = median_ms(repeats, [&] { checksum += reward->score_ids(sample_images, sample_ids)[0]; });
+  const Timing reward_ids = measure(repeats, [&] { checksum += reward->score_ids(sample_images, sample_ids)[0]; });
 
+  const std::vector<std::pair<const char*, Timing>> rows = {
+      {"tokenize", tokenize}, {"Bleu", bleu},         {"ROUGE_L", rouge},       {"CIDEr", cider},
+      {"reward_setup", reward_setup}, {"reward", reward_words}, {"reward_ids", reward_ids}};
   if (options.json) {
+    nlohmann::json wall, cpu;
+    for (const auto& [name, timing] : rows) {
+      wall[name] = timing.wall_ms;
+      cpu[name] = timing.cpu_ms;
+    }
     const nlohmann::json out = {{"images", kImages},
                                 {"references_per_image", kReferences},
                                 {"reward_candidates", samples.size()},
                                 {"repeats", repeats},
                                 {"threads", torch_threads()},
-                                {"ms",
-                                 {{"tokenize", tokenize_ms},
-                                  {"Bleu", bleu_ms},
-                                  {"ROUGE_L", rouge_ms},
-                                  {"CIDEr", cider_ms},
-                                  {"reward_setup", reward_setup_ms},
-                                  {"reward", reward_ms},
-                                  {"reward_ids", reward_ids_ms}}},
+                                {"ms", wall},
+                                {"cpu_ms", cpu},
                                 {"checksum", checksum}};
     std::cout << out.dump() << std::endl;
     return;
   }
-  std::printf("%zu images x %zu references, median of %d runs, %d thread(s)\n", kImages, kReferences, repeats,
-              torch_threads());
-  std::printf("tokenize (raw -> EvalSet): %8.2f ms\n", tokenize_ms);
-  std::printf("BLEU-1..4:                 %8.2f ms\n", bleu_ms);
-  std::printf("ROUGE-L:                   %8.2f ms\n", rouge_ms);
-  std::printf("CIDEr-D:                   %8.2f ms\n", cider_ms);
-  std::printf("reward setup (df of %zu refs): %8.2f ms\n", kImages * kReferences, reward_setup_ms);
-  std::printf("reward, %zu candidates (words): %8.2f ms (%.2f us each)\n", samples.size(), reward_ms,
-              1000.0 * reward_ms / static_cast<double>(samples.size()));
-  std::printf("reward, %zu candidates (ids):   %8.2f ms (%.2f us each)\n", samples.size(), reward_ids_ms,
-              1000.0 * reward_ids_ms / static_cast<double>(samples.size()));
+  std::printf("%zu images x %zu references, median of %d runs, %d thread(s); wall ms (thread CPU ms)\n", kImages,
+              kReferences, repeats, torch_threads());
+  const std::vector<std::string> labels = {"tokenize (raw -> EvalSet)",
+                                           "BLEU-1..4",
+                                           "ROUGE-L",
+                                           "CIDEr-D",
+                                           "reward setup (df of " + std::to_string(kImages * kReferences) + " refs)",
+                                           "reward, " + std::to_string(samples.size()) + " candidates as words",
+                                           "reward, " + std::to_string(samples.size()) + " candidates as ids"};
+  for (size_t i = 0; i < rows.size(); ++i)
+    std::printf("%-42s %9.2f ms (%.2f)\n", labels[i].c_str(), rows[i].second.wall_ms, rows[i].second.cpu_ms);
   std::fprintf(stderr, "checksum %.6f\n", checksum);
 }
 

@@ -142,7 +142,7 @@ void install_make_shapes(CLI::App* group) {
   auto options = std::make_shared<ShapesOptions>();
   auto json = std::make_shared<bool>(false);
   command->add_option("--out", options->out_dir, "Folder to write (dataset_coco.json and images/)")->required();
-  command->add_option("--images", options->images, "Number of images")->capture_default_str()->check(CLI::PositiveNumber);
+  command->add_option("--images", options->images, "Number of images")->capture_default_str()->check(CLI::Range(int64_t(1), int64_t(10000000)));
   command->add_option("--seed", options->seed, "Seed: the same seed gives the same files")->capture_default_str();
   command->add_option("--val-fraction", options->val_fraction, "Fraction of images in val")->capture_default_str();
   command->add_option("--test-fraction", options->test_fraction, "Fraction of images in test")->capture_default_str();

@@ -109,6 +109,7 @@ class TestShapesDataset : public QObject {
       shape_words.insert(s + "s");
     }
     std::set<int> structures;
+    int checked_relations = 0;
     for (int64_t i = 0; i < 600; ++i) {
       const ShapesScene scene = make_shapes_scene(3, i);
       QCOMPARE(scene.captions.size(), size_t(kShapesCaptionsPerImage));
@@ -145,6 +146,34 @@ class TestShapesDataset : public QObject {
           if (has("small") || has("little")) QCOMPARE(s.size, std::string("small"));
           if (has("large") || has("big")) QCOMPARE(s.size, std::string("large"));
         }
+        // "X <relation> Y" between two shapes the words identify: the geometry agrees.
+        static const std::string np = "(?:a|an|the) (?:(?:small|little|large|big) )?(red|green|blue|yellow|orange|purple) (circle|square|triangle|star|diamond)";
+        static const std::regex relation(np + " (?:is )?(above and to the left of|above and to the right of|below and to the left of|"
+                                              "below and to the right of|to the left of|left of|on the left of|to the right of|right of|"
+                                              "on the right of|above|over|below|under|beneath) " + np, std::regex::icase);
+        for (auto it = std::sregex_iterator(caption.begin(), caption.end(), relation); it != std::sregex_iterator(); ++it) {
+          const std::smatch& r = *it;
+          // The shape the words name, or null when they fit none or several.
+          auto find = [&](const std::string& colour, const std::string& shape) -> const ShapeItem* {
+            const ShapeItem* found = nullptr;
+            int same = 0;
+            for (const auto& s : scene.shapes)
+              if (s.color == colour && s.shape == shape) {
+                found = &s;
+                ++same;
+              }
+            return same == 1 ? found : nullptr;
+          };
+          const ShapeItem* a = find(r[1].str(), r[2].str());
+          const ShapeItem* b = find(r[4].str(), r[5].str());
+          if (!a || !b) continue;
+          const std::string rel = r[3].str();
+          ++checked_relations;
+          if (rel.find("left") != std::string::npos) QVERIFY2(a->x < b->x, caption.c_str());
+          if (rel.find("right") != std::string::npos) QVERIFY2(a->x > b->x, caption.c_str());
+          if (rel.rfind("above", 0) == 0 || rel == "over") QVERIFY2(a->y < b->y, caption.c_str());
+          if (rel.rfind("below", 0) == 0 || rel == "under" || rel == "beneath") QVERIFY2(a->y > b->y, caption.c_str());
+        }
         // "X on the left and Y on the right": X really is left of Y.
         static const std::regex opposite("(?:a|an) (?:\\w+ )?(\\w+) (\\w+) on the left and (?:a|an) (?:\\w+ )?(\\w+) (\\w+) on the right",
                                          std::regex::icase);
@@ -157,6 +186,7 @@ class TestShapesDataset : public QObject {
         }
       }
     }
+    QVERIFY2(checked_relations > 300, qPrintable(QString::number(checked_relations)));
     QVERIFY2(structures.size() >= 20, qPrintable(QString::number(structures.size())));
     QCOMPARE(static_cast<int>(structures.size()), shapes_structure_count());
   }

@@ -63,7 +63,7 @@ struct CiderDReward::Impl {
     metrics_detail::sentence_ngrams(nullptr, model.index(), s.candidate_words.data(), s.candidate_words.size(),
                                     s.ngrams);
     const CiderVector candidate = model.make_vector(s.ngrams, s.candidate_arena, s.candidate_words.size());
-    return model.score(candidate, s.candidate_arena, s.reference_vectors, s.reference_arena);
+    return metrics_detail::cider_d_score(candidate, s.candidate_arena, s.reference_vectors, s.reference_arena);
   }
 
   // Scores candidates grouped by image, so each image's references are

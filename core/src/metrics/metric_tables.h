@@ -18,11 +18,28 @@ constexpr uint32_t kNone = 0xFFFFFFFFu;
 constexpr uint32_t kLocalBit = 0x80000000u;
 constexpr int kMaxN = 4;
 
-// Open addressing with linear probing; keys are never ~0.
+// Open addressing with linear probing; keys are never ~0. The slot array
+// lives in huge pages where the kernel allows it: the tables of a corpus are
+// tens of MB, and every lookup is a random access.
 class FlatU64Map {
  public:
+  FlatU64Map() = default;
+  FlatU64Map(FlatU64Map&& other) noexcept { swap(other); }
+  FlatU64Map& operator=(FlatU64Map&& other) noexcept {
+    FlatU64Map moved(std::move(other));
+    swap(moved);
+    return *this;
+  }
+  FlatU64Map(const FlatU64Map&) = delete;
+  FlatU64Map& operator=(const FlatU64Map&) = delete;
+  ~FlatU64Map() { release(slots_, capacity_); }
+
+  // Lookups are latency-bound: callers prefetch a batch of keys first.
+  void prefetch(uint64_t key) const {
+    if (capacity_) __builtin_prefetch(&slots_[mix(key) & mask_]);
+  }
   const uint32_t* find(uint64_t key) const {
-    if (slots_.empty()) return nullptr;
+    if (!capacity_) return nullptr;
     for (size_t i = mix(key) & mask_;; i = (i + 1) & mask_) {
       const Slot& slot = slots_[i];
       if (slot.key == key) return &slot.value;
@@ -31,12 +48,13 @@ class FlatU64Map {
   }
   // Returns the value stored for key, storing `value` first when absent.
   uint32_t insert(uint64_t key, uint32_t value) {
-    if ((size_ + 1) * 4 > slots_.size() * 3) grow();
+    if ((size_ + 1) * 4 > capacity_ * 3) grow();
     for (size_t i = mix(key) & mask_;; i = (i + 1) & mask_) {
       Slot& slot = slots_[i];
       if (slot.key == key) return slot.value;
       if (slot.key == kEmpty) {
-        slot = {key, value};
+        slot.key = key;
+        slot.value = value;
         ++size_;
         return value;
       }
@@ -47,24 +65,38 @@ class FlatU64Map {
  private:
   static constexpr uint64_t kEmpty = ~uint64_t{0};
   struct Slot {
-    uint64_t key = kEmpty;
-    uint32_t value = 0;
+    uint64_t key;
+    uint32_t value;
   };
-  static size_t mix(uint64_t k) {
+  static size_t mix(uint64_t k) {  // murmur3's finaliser
     k ^= k >> 33;
     k *= 0xff51afd7ed558ccdULL;
     k ^= k >> 33;
+    k *= 0xc4ceb9fe1a85ec53ULL;
+    k ^= k >> 33;
     return static_cast<size_t>(k);
   }
-  void grow() {
-    std::vector<Slot> old = std::move(slots_);
-    slots_.assign(old.empty() ? 1024 : old.size() * 2, Slot{});
-    mask_ = slots_.size() - 1;
-    size_ = 0;
-    for (const Slot& slot : old)
-      if (slot.key != kEmpty) insert(slot.key, slot.value);
+  static Slot* allocate(size_t capacity);
+  static void release(Slot* slots, size_t capacity);
+  void swap(FlatU64Map& other) noexcept {
+    std::swap(slots_, other.slots_);
+    std::swap(capacity_, other.capacity_);
+    std::swap(mask_, other.mask_);
+    std::swap(size_, other.size_);
   }
-  std::vector<Slot> slots_;
+  void grow() {
+    Slot* old = slots_;
+    const size_t old_capacity = capacity_;
+    capacity_ = old_capacity ? old_capacity * 2 : 1024;
+    slots_ = allocate(capacity_);
+    mask_ = capacity_ - 1;
+    size_ = 0;
+    for (size_t i = 0; i < old_capacity; ++i)
+      if (old[i].key != kEmpty) insert(old[i].key, old[i].value);
+    release(old, old_capacity);
+  }
+  Slot* slots_ = nullptr;
+  size_t capacity_ = 0;
   size_t mask_ = 0;
   size_t size_ = 0;
 };
@@ -122,15 +154,14 @@ class WordTable {
 // every key is exact and fits in 64 bits.
 class NgramIndex {
  public:
-  uint32_t insert(uint32_t prefix, uint32_t word) {
-    const uint32_t id = map_.insert(key(prefix, word), static_cast<uint32_t>(map_.size()));
-    return id;
-  }
-  uint32_t find(uint32_t prefix, uint32_t word) const {
-    const uint32_t* id = map_.find(key(prefix, word));
+  // key() of (prefix id or kNone for unigrams, word id) -> n-gram id.
+  uint32_t insert_key(uint64_t key) { return map_.insert(key, static_cast<uint32_t>(map_.size())); }
+  uint32_t find_key(uint64_t key) const {
+    const uint32_t* id = map_.find(key);
     return id ? *id : kNone;
   }
   uint32_t size() const { return static_cast<uint32_t>(map_.size()); }
+  void prefetch(uint64_t key) const { map_.prefetch(key); }
   static uint64_t key(uint32_t prefix, uint32_t word) { return (uint64_t{prefix + 1u} << 32) | word; }
 
  private:
@@ -140,6 +171,7 @@ class NgramIndex {
 // Reusable buffers for one sentence's n-grams.
 struct NgramScratch {
   std::vector<uint32_t> previous, current;
+  std::vector<uint64_t> keys;                          // of the current order
   std::vector<std::pair<uint64_t, uint32_t>> unseen;  // (key, position)
   std::vector<uint64_t> packed;                       // id << 2 | (n - 1), one per occurrence
 };
@@ -161,8 +193,18 @@ struct CiderVector {
   double length = 0;  // pycocoevalcap's "length": the number of bigrams
 };
 
+// Sorts packed n-grams (id << 2 | n - 1, one per occurrence) and turns them
+// into a tf-idf vector appended to arena. idf[id] = log N - log max(1, df);
+// ids at or beyond idf.size() (unseen, local) have df 0: idf = log N.
+CiderVector make_cider_vector(std::vector<uint64_t>& packed, const std::vector<double>& idf, double log_images,
+                              std::vector<CiderEntry>& arena, size_t sentence_length);
+// The CIDEr-D (sigma 6, x10) of one candidate against its references' vectors.
+double cider_d_score(const CiderVector& candidate, const std::vector<CiderEntry>& candidate_arena,
+                     const std::vector<CiderVector>& references, const std::vector<CiderEntry>& reference_arena);
+
 // CIDEr-D with n = 4 and sigma 6: document frequencies over the references of
-// a set of images, log of the number of images.
+// a set of images, log of the number of images, n-grams looked up in a hash
+// index (the reward, whose candidates arrive later).
 class CiderDModel {
  public:
   CiderDModel();
@@ -172,14 +214,12 @@ class CiderDModel {
   size_t image_count() const { return images_; }
 
   // Turns scratch.packed (from sentence_ngrams) into a vector appended to arena.
-  CiderVector make_vector(NgramScratch& scratch, std::vector<CiderEntry>& arena, size_t sentence_length) const;
-  // The CIDEr-D of one candidate against the vectors of its references.
-  double score(const CiderVector& candidate, const std::vector<CiderEntry>& candidate_arena,
-               const std::vector<CiderVector>& references, const std::vector<CiderEntry>& reference_arena) const;
+  CiderVector make_vector(NgramScratch& scratch, std::vector<CiderEntry>& arena, size_t sentence_length) const {
+    return make_cider_vector(scratch.packed, idf_, log_images_, arena, sentence_length);
+  }
   const NgramIndex& index() const { return index_; }
 
  private:
-  double penalty(double delta) const;
   NgramIndex index_;
   std::vector<uint32_t> document_frequency_;
   std::vector<uint32_t> last_image_;  // dedupes n-grams within one image
@@ -187,7 +227,6 @@ class CiderDModel {
   double log_images_ = 0;
   size_t images_ = 0;
   NgramScratch build_scratch_;
-  std::vector<double> penalty_table_;  // exp(-delta^2 / 2 sigma^2) for small |delta|
 };
 
 }  // namespace expnet::metrics_detail

@@ -1,0 +1,71 @@
+// The training recipe: a list of stages (XE or SCST, frozen or end-to-end
+// backbone), run with checkpoints, a run store, validation each epoch and
+// exact resume. Config schema, file names and tables: docs/training.md.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace expnet {
+
+struct StageConfig {
+  std::string name = "A";
+  std::string objective = "xe";   // xe | scst
+  bool frozen_backbone = true;    // "backbone": "frozen" | "train"
+  int64_t batch = 48;             // micro-batch (images for scst, pairs for xe)
+  int64_t accumulate = 1;         // micro-batches per optimizer step (losses summed)
+  double lr = 2e-4;
+  std::string schedule = "reference";  // reference | linear | fixed
+  int64_t warmup = 0;
+  double anneal_factor = 1.0;
+  int64_t anneal_every = 1;       // epochs
+  int64_t epochs = 1;
+  double clip = 0;                // max grad norm; 0 = off
+  double dropout = 0.3;           // all captioner dropouts
+  double drop_path = 0.1;         // Swin drop-path when the backbone trains
+  int64_t max_batches_per_epoch = 0;  // 0 = the whole epoch (tests and quick runs)
+};
+
+struct TrainConfig {
+  std::string name = "run";
+  uint64_t seed = 1;
+  std::string model_json;         // ModelConfig::to_json()
+  std::string dataset = "shapes"; // dataset file, or "shapes" (generated into <out>/shapes)
+  int64_t shapes_images = 1500;
+  uint64_t shapes_seed = 1;
+  int vocab_min_count = 5;
+  int64_t validation_images = 100;
+  int validation_beam = 3, validation_max_len = 20;
+  int64_t keep_last = 2;
+  int64_t checkpoint_every = 0;   // optimizer steps; 0 = end of each epoch only
+  int workers = 2;
+  std::vector<StageConfig> stages;
+
+  static TrainConfig from_json(const std::string& text, const std::string& source);  // strict, named errors
+  std::string to_json() const;
+};
+
+TrainConfig train_preset(const std::string& name);  // "paper", "shapes-demo"
+std::vector<std::string> train_preset_names();
+
+struct TrainOptions {
+  std::string out_dir;      // run folder (created)
+  std::string store_path;   // empty: <out_dir>/runs.sqlite
+  bool resume = false;
+  bool progress = true;     // progress bar on stderr
+  std::string device = "cpu";
+};
+
+struct TrainOutcome {
+  std::string status;       // finished | interrupted
+  std::string final_checkpoint;
+  double last_cider_d = 0;
+  int64_t steps = 0;
+};
+
+// Runs (or resumes) the recipe. SIGINT/SIGTERM: checkpoint, then return
+// "interrupted". Throws std::runtime_error for bad inputs.
+TrainOutcome run_training(const TrainConfig& config, const TrainOptions& options);
+
+}  // namespace expnet

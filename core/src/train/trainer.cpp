@@ -1,0 +1,661 @@
+// The stage runner behind `expnet train` (see expnet/trainer.h, docs/training.md).
+#include "expnet/trainer.h"
+
+#include <nlohmann/json.hpp>
+#include <spdlog/spdlog.h>
+#include <torch/torch.h>
+
+#include <atomic>
+#include <chrono>
+#include <csignal>
+#include <cmath>
+#include <filesystem>
+#include <fstream>
+#include <limits>
+#include <sstream>
+#include <unistd.h>
+
+#include "expnet/atomic_file.h"
+#include "expnet/checkpoint.h"
+#include "expnet/data_loader.h"
+#include "expnet/dataset.h"
+#include "expnet/decoder_state.h"
+#include "expnet/decoding.h"
+#include "expnet/image.h"
+#include "expnet/metrics.h"
+#include "expnet/model.h"
+#include "expnet/model_config.h"
+#include "expnet/preprocess.h"
+#include "expnet/run_store.h"
+#include "expnet/shapes_dataset.h"
+#include "expnet/training.h"
+
+namespace fs = std::filesystem;
+using nlohmann::json;
+
+namespace expnet {
+
+// ---------------------------------------------------------------- config
+
+namespace {
+
+template <typename T>
+void take(const json& j, const char* key, T& value, const std::string& source) {
+  if (!j.contains(key)) return;
+  try {
+    value = j.at(key).get<T>();
+  } catch (const std::exception&) {
+    throw std::runtime_error(source + ": key '" + key + "' has the wrong type");
+  }
+}
+
+void check_keys(const json& j, const std::vector<std::string>& known, const std::string& source) {
+  for (const auto& item : j.items())
+    if (std::find(known.begin(), known.end(), item.key()) == known.end())
+      throw std::runtime_error(source + ": unknown key '" + item.key() + "' (see docs/training.md)");
+}
+
+StageConfig stage_from_json(const json& j, const std::string& source) {
+  if (!j.is_object()) throw std::runtime_error(source + ": every stage must be a JSON object");
+  check_keys(j, {"name", "objective", "backbone", "batch", "accumulate", "lr", "schedule", "warmup", "anneal_factor",
+                 "anneal_every", "epochs", "clip", "dropout", "drop_path", "max_batches_per_epoch"}, source);
+  StageConfig s;
+  std::string backbone = "frozen";
+  take(j, "name", s.name, source);
+  take(j, "objective", s.objective, source);
+  take(j, "backbone", backbone, source);
+  take(j, "batch", s.batch, source);
+  take(j, "accumulate", s.accumulate, source);
+  take(j, "lr", s.lr, source);
+  take(j, "schedule", s.schedule, source);
+  take(j, "warmup", s.warmup, source);
+  take(j, "anneal_factor", s.anneal_factor, source);
+  take(j, "anneal_every", s.anneal_every, source);
+  take(j, "epochs", s.epochs, source);
+  take(j, "clip", s.clip, source);
+  take(j, "dropout", s.dropout, source);
+  take(j, "drop_path", s.drop_path, source);
+  take(j, "max_batches_per_epoch", s.max_batches_per_epoch, source);
+  if (s.objective != "xe" && s.objective != "scst")
+    throw std::runtime_error(source + ": objective must be xe or scst, not '" + s.objective + "'");
+  if (backbone != "frozen" && backbone != "train")
+    throw std::runtime_error(source + ": backbone must be frozen or train, not '" + backbone + "'");
+  s.frozen_backbone = backbone == "frozen";
+  if (s.batch < 1 || s.accumulate < 1 || s.epochs < 0 || s.lr < 0 || s.anneal_every < 1)
+    throw std::runtime_error(source + ": batch, accumulate, anneal_every must be >= 1, epochs and lr >= 0");
+  parse_lr_schedule_kind(s.schedule);
+  return s;
+}
+
+json stage_to_json(const StageConfig& s) {
+  return {{"name", s.name},         {"objective", s.objective}, {"backbone", s.frozen_backbone ? "frozen" : "train"},
+          {"batch", s.batch},       {"accumulate", s.accumulate}, {"lr", s.lr},
+          {"schedule", s.schedule}, {"warmup", s.warmup},     {"anneal_factor", s.anneal_factor},
+          {"anneal_every", s.anneal_every}, {"epochs", s.epochs}, {"clip", s.clip},
+          {"dropout", s.dropout},   {"drop_path", s.drop_path}, {"max_batches_per_epoch", s.max_batches_per_epoch}};
+}
+
+}  // namespace
+
+TrainConfig TrainConfig::from_json(const std::string& text, const std::string& source) {
+  json j;
+  try {
+    j = json::parse(text);
+  } catch (const std::exception& e) {
+    throw std::runtime_error(source + ": not valid JSON (" + e.what() + ")");
+  }
+  if (!j.is_object()) throw std::runtime_error(source + ": the training config must be a JSON object");
+  check_keys(j, {"name", "seed", "model", "dataset", "shapes_images", "shapes_seed", "vocab_min_count",
+                 "validation_images", "validation_beam", "validation_max_len", "keep_last", "checkpoint_every",
+                 "workers", "stages"}, source);
+  TrainConfig c;
+  take(j, "name", c.name, source);
+  take(j, "seed", c.seed, source);
+  take(j, "dataset", c.dataset, source);
+  take(j, "shapes_images", c.shapes_images, source);
+  take(j, "shapes_seed", c.shapes_seed, source);
+  take(j, "vocab_min_count", c.vocab_min_count, source);
+  take(j, "validation_images", c.validation_images, source);
+  take(j, "validation_beam", c.validation_beam, source);
+  take(j, "validation_max_len", c.validation_max_len, source);
+  take(j, "keep_last", c.keep_last, source);
+  take(j, "checkpoint_every", c.checkpoint_every, source);
+  take(j, "workers", c.workers, source);
+  if (!j.contains("model")) throw std::runtime_error(source + ": key 'model' (a preset name or an object) is missing");
+  const auto& m = j["model"];
+  ModelConfig model = m.is_string() ? resolve_model_config(m.get<std::string>())
+                                    : ModelConfig::from_json(m.dump(), source + " model");
+  c.model_json = model.to_json();
+  if (!j.contains("stages") || !j["stages"].is_array() || j["stages"].empty())
+    throw std::runtime_error(source + ": 'stages' must be a non-empty array");
+  for (size_t i = 0; i < j["stages"].size(); ++i)
+    c.stages.push_back(stage_from_json(j["stages"][i], source + " stage " + std::to_string(i)));
+  if (c.keep_last < 1) throw std::runtime_error(source + ": keep_last must be >= 1");
+  return c;
+}
+
+std::string TrainConfig::to_json() const {
+  json j = {{"name", name}, {"seed", seed}, {"model", json::parse(model_json)}, {"dataset", dataset},
+            {"shapes_images", shapes_images}, {"shapes_seed", shapes_seed}, {"vocab_min_count", vocab_min_count},
+            {"validation_images", validation_images}, {"validation_beam", validation_beam},
+            {"validation_max_len", validation_max_len}, {"keep_last", keep_last},
+            {"checkpoint_every", checkpoint_every}, {"workers", workers}, {"stages", json::array()}};
+  for (const auto& s : stages) j["stages"].push_back(stage_to_json(s));
+  return j.dump(1);
+}
+
+ModelConfig shapes_demo_model_config() {
+  // The calibration configuration (1.37M parameters with its vocabulary).
+  ModelConfig c;
+  c.swin_img_size = 96;
+  c.swin_patch_size = 4;
+  c.swin_embed_dim = 32;
+  c.swin_depths = {2, 2, 2};
+  c.swin_num_heads = {1, 2, 4};
+  c.swin_window_size = 6;
+  c.final_swin_dim = 128;
+  c.d_model = 128;
+  c.N_enc = 2;
+  c.N_dec = 2;
+  c.ff = 256;
+  c.num_heads = 4;
+  c.num_exp_enc_list = {8, 16};
+  c.num_exp_dec = 4;
+  c.max_seq_len = 22;
+  return c;
+}
+
+TrainConfig train_preset(const std::string& name) {
+  TrainConfig c;
+  c.name = name;
+  if (name == "paper") {
+    c.model_json = official_model_config().to_json();
+    c.dataset = "";  // must be given: the COCO Karpathy file
+    c.validation_images = 5000;
+    auto a = StageConfig{"A", "xe", true, 48, 1, 2e-4, "reference", 10000, 0.8, 2, 8, 0, 0.3, 0.1, 0};
+    auto b = StageConfig{"B", "xe", false, 48, 1, 3e-5, "reference", 1, 0.55, 1, 2, 0, 0.3, 0.1, 0};
+    auto cc = StageConfig{"C", "scst", true, 48, 1, 1e-4, "reference", 1, 0.8, 1, 9, 0, 0.1, 0.1, 0};
+    auto d = StageConfig{"D", "scst", false, 24, 2, 2e-6, "fixed", 0, 1.0, 1, 1, 0, 0.1, 0.1, 0};
+    c.stages = {a, b, cc, d};
+    return c;
+  }
+  if (name == "shapes-demo") {
+    c.model_json = shapes_demo_model_config().to_json();
+    c.dataset = "shapes";
+    c.shapes_images = 1500;
+    c.vocab_min_count = 1;
+    c.validation_images = 60;
+    c.stages = {StageConfig{"xe", "xe", false, 32, 1, 1e-3, "linear", 200, 0.8, 2, 8, 1.0, 0.1, 0.0, 0},
+                StageConfig{"scst", "scst", true, 16, 1, 5e-5, "fixed", 0, 1.0, 1, 2, 1.0, 0.0, 0.0, 0}};
+    return c;
+  }
+  throw std::runtime_error("unknown training preset '" + name + "' (use paper or shapes-demo, or --config FILE)");
+}
+
+std::vector<std::string> train_preset_names() { return {"paper", "shapes-demo"}; }
+
+// ---------------------------------------------------------------- trainer
+
+namespace {
+
+std::atomic<int> g_stop_signal{0};
+extern "C" void on_stop_signal(int sig) { g_stop_signal = sig; }
+
+struct Progress {
+  int64_t stage = 0, epoch = 0, position = 0;  // position: next batch in the epoch
+  int64_t iteration = 0;                      // micro-batches in this stage (scheduler)
+  int64_t global_step = 0;                    // optimizer steps overall
+  double best_cider = -1, last_cider = 0;
+  std::vector<std::string> kept;               // checkpoint stems, oldest first
+  std::string loader_state;
+  json to_json() const {
+    return {{"stage", stage},   {"epoch", epoch}, {"position", position}, {"iteration", iteration},
+            {"global_step", global_step}, {"best_cider", best_cider}, {"last_cider", last_cider},
+            {"kept", kept},     {"loader_state", loader_state}};
+  }
+  static Progress from_json(const json& j) {
+    Progress p;
+    p.stage = j.at("stage");
+    p.epoch = j.at("epoch");
+    p.position = j.at("position");
+    p.iteration = j.at("iteration");
+    p.global_step = j.at("global_step");
+    p.best_cider = j.at("best_cider");
+    p.last_cider = j.at("last_cider");
+    p.kept = j.at("kept").get<std::vector<std::string>>();
+    p.loader_state = j.at("loader_state");
+    return p;
+  }
+};
+
+class Trainer {
+ public:
+  Trainer(const TrainConfig& config, const TrainOptions& options) : config_(config), options_(options) {}
+  TrainOutcome run();
+
+ private:
+  void prepare_data();
+  void build_model();
+  torch::Tensor features_for(const std::vector<size_t>& image_indices, const std::vector<cv::Mat>& images,
+                             bool frozen);
+  void extract_cache(const std::vector<size_t>& indices);
+  void run_stage(const StageConfig& stage);
+  ValidationRecord validate();
+  void save(bool end_of_epoch, bool best);
+  bool load_latest();
+  std::string ckpt_dir() const { return options_.out_dir + "/checkpoints"; }
+  std::vector<torch::Tensor> trainable(bool frozen) const;
+  void draw_progress(const StageConfig& stage, int64_t done, int64_t total, double ips, double loss);
+
+  TrainConfig config_;
+  TrainOptions options_;
+  torch::Device device_{torch::kCPU};
+  ModelConfig model_config_;
+  Dataset dataset_;
+  std::unique_ptr<Vocabulary> vocab_;
+  std::unique_ptr<CiderDReward> reward_;
+  std::vector<size_t> reward_index_;  // dataset image -> reward image (training images)
+  std::vector<size_t> val_images_;
+  ExpansionNet model_{nullptr};
+  std::unique_ptr<RAdam> optimizer_;
+  std::unique_ptr<RunStore> store_;
+  int64_t run_id_ = 0;
+  Progress progress_;
+  std::unordered_map<size_t, torch::Tensor> cache_;  // image -> backbone features (frozen stages)
+  bool interrupted_ = false;
+};
+
+void Trainer::prepare_data() {
+  std::string path = config_.dataset;
+  if (path == "shapes") {
+    const std::string dir = options_.out_dir + "/shapes";
+    path = dir + "/dataset_coco.json";  // what make-shapes writes
+    if (!fs::exists(path)) {
+      ShapesOptions so;
+      so.out_dir = dir;
+      so.images = config_.shapes_images;
+      so.seed = config_.shapes_seed;
+      spdlog::info("generating the shapes dataset ({} images) into {}", so.images, dir);
+      path = make_shapes_dataset(so).json_path;
+    }
+  }
+  if (path.empty()) throw std::runtime_error("training config: 'dataset' is empty; give the dataset file");
+  dataset_ = load_dataset(path);
+  vocab_ = std::make_unique<Vocabulary>(build_vocabulary(dataset_, config_.vocab_min_count).vocabulary);
+  std::vector<std::vector<std::vector<std::string>>> refs;
+  reward_index_.assign(dataset_.images.size(), SIZE_MAX);
+  for (size_t i = 0; i < dataset_.images.size(); ++i) {
+    const auto& img = dataset_.images[i];
+    if (is_training_split(img.split)) {
+      reward_index_[i] = refs.size();
+      refs.emplace_back();
+      for (const auto& c : img.captions) refs.back().push_back(c.tokens);
+    } else if (img.split == Split::Val && static_cast<int64_t>(val_images_.size()) < config_.validation_images &&
+               !img.captions.empty()) {
+      val_images_.push_back(i);
+    }
+  }
+  reward_ = std::make_unique<CiderDReward>(refs);
+  reward_->set_vocabulary(vocab_->words(), vocab_->eos_id());
+  if (val_images_.empty()) throw std::runtime_error("dataset '" + path + "' has no val images with captions to validate on");
+}
+
+void Trainer::build_model() {
+  model_config_ = ModelConfig::from_json(config_.model_json, "training config model");
+  // Seed before construction: the reference initialisation keeps the modules'
+  // default (random) 1-D biases, drawn in the constructors.
+  torch::manual_seed(config_.seed);
+  model_ = ExpansionNet(model_config_, static_cast<int64_t>(vocab_->size()));
+  model_->to(device_);
+}
+
+std::vector<torch::Tensor> Trainer::trainable(bool frozen) const {
+  std::vector<torch::Tensor> out;
+  for (const auto& item : model_->named_parameters()) {
+    const bool backbone = item.key().rfind("swin_transf.", 0) == 0;
+    item.value().set_requires_grad(!(frozen && backbone));
+    if (!(frozen && backbone)) out.push_back(item.value());
+  }
+  return out;
+}
+
+void Trainer::extract_cache(const std::vector<size_t>& indices) {
+  // The backbone runs once per image; eval mode (no drop-path), no gradients.
+  torch::NoGradGuard no_grad;
+  model_->swin_transf->eval();
+  const size_t chunk = 32;
+  std::vector<size_t> todo;
+  for (size_t i : indices)
+    if (!cache_.count(i)) todo.push_back(i);
+  for (size_t b = 0; b < todo.size(); b += chunk) {
+    std::vector<cv::Mat> mats;
+    const size_t e = std::min(todo.size(), b + chunk);
+    for (size_t k = b; k < e; ++k) mats.push_back(load_image_rgb(dataset_.image_path(dataset_.images[todo[k]])));
+    const auto feats = model_->backbone(images_to_model_input(mats, static_cast<int>(model_config_.swin_img_size)).to(device_));
+    for (size_t k = b; k < e; ++k) cache_[todo[k]] = feats[static_cast<int64_t>(k - b)].clone();
+  }
+}
+
+torch::Tensor Trainer::features_for(const std::vector<size_t>& image_indices, const std::vector<cv::Mat>& images,
+                                    bool frozen) {
+  if (frozen) {
+    std::vector<torch::Tensor> rows;
+    for (size_t i : image_indices) rows.push_back(cache_.at(i));
+    return torch::stack(rows);
+  }
+  return model_->backbone(images_to_model_input(images, static_cast<int>(model_config_.swin_img_size)).to(device_));
+}
+
+class ModelStepDecoder : public StepDecoder {
+ public:
+  ModelStepDecoder(ExpansionNet model, const torch::Tensor& enc) : state_(std::move(model), enc) {}
+  at::Tensor step(const at::Tensor& tokens) override { return state_.step(tokens); }
+  void select(const at::Tensor& index) override { state_.reorder(index); }
+
+ private:
+  DecoderState state_;
+};
+
+ValidationRecord Trainer::validate() {
+  torch::NoGradGuard no_grad;
+  model_->eval();
+  EvalSet set;
+  std::vector<SampleCaption> samples;
+  const size_t chunk = 16;
+  for (size_t b = 0; b < val_images_.size(); b += chunk) {
+    const size_t e = std::min(val_images_.size(), b + chunk);
+    std::vector<cv::Mat> mats;
+    for (size_t k = b; k < e; ++k) mats.push_back(load_image_rgb(dataset_.image_path(dataset_.images[val_images_[k]])));
+    const auto feats = model_->backbone(images_to_model_input(mats, static_cast<int>(model_config_.swin_img_size)).to(device_));
+    ModelStepDecoder decoder(model_, model_->encode(feats));
+    DecodingOptions opt;
+    opt.search = SearchKind::Beam;
+    opt.beam_size = config_.validation_beam;
+    opt.max_length = config_.validation_max_len + 1;  // counts SOS
+    opt.return_token_logprobs = false;
+    SpecialTokens special;
+    special.sos = vocab_->sos_id();
+    special.eos = vocab_->eos_id();
+    const auto results = decode(decoder, static_cast<int64_t>(e - b), special, opt);
+    for (size_t k = b; k < e; ++k) {
+      const auto& img = dataset_.images[val_images_[k]];
+      std::string text;
+      for (int64_t id : results[k - b].hypotheses.front().tokens) {
+        if (id == vocab_->sos_id() || id == vocab_->eos_id()) continue;
+        text += (text.empty() ? "" : " ") + vocab_->words()[static_cast<size_t>(id)];
+      }
+      std::vector<std::string> refs;
+      for (const auto& c : img.captions) refs.push_back(c.raw);
+      set.add_raw(std::to_string(img.cocoid) + "_" + std::to_string(k), text, refs);
+      if (samples.size() < 5) samples.push_back({run_id_, progress_.stage, progress_.epoch, img.filename, text, refs[0]});
+    }
+  }
+  ValidationRecord v;
+  const auto bleu = compute_bleu(set);
+  v.bleu1 = bleu.corpus[0];
+  v.bleu2 = bleu.corpus[1];
+  v.bleu3 = bleu.corpus[2];
+  v.bleu4 = bleu.corpus[3];
+  v.rouge_l = compute_rouge_l(set).corpus;
+  v.cider_d = compute_cider_d(set).corpus;
+  v.run = run_id_;
+  v.stage = progress_.stage;
+  v.epoch = progress_.epoch;
+  v.step = progress_.global_step;
+  store_->log_validation(v);
+  store_->log_samples(samples);
+  return v;
+}
+
+void Trainer::save(bool end_of_epoch, bool best) {
+  fs::create_directories(ckpt_dir());
+  CheckpointMetadata meta;
+  meta.config_json = config_.model_json;
+  meta.vocabulary_json = vocab_->to_json();
+  const auto state = module_state(*model_);
+  if (best) save_checkpoint(ckpt_dir() + "/best.pth", state, meta);
+  char stem[96];
+  std::snprintf(stem, sizeof stem, "step-%08lld", static_cast<long long>(progress_.global_step));
+  const std::string base = ckpt_dir() + "/" + stem;
+  save_checkpoint(base + ".pth", state, meta);
+  // Resume state: optimizer, RNG, progress (torch archive next to the .pth).
+  torch::serialize::OutputArchive archive;
+  if (optimizer_) {
+    torch::serialize::OutputArchive opt;
+    optimizer_->save(opt);
+    archive.write("optimizer", opt);
+  }
+  archive.write("rng", at::detail::getDefaultCPUGenerator().get_state());
+  if (progress_.kept.empty() || progress_.kept.back() != stem) progress_.kept.push_back(stem);
+  while (static_cast<int64_t>(progress_.kept.size()) > config_.keep_last) {
+    fs::remove(ckpt_dir() + "/" + progress_.kept.front() + ".pth");
+    fs::remove(ckpt_dir() + "/" + progress_.kept.front() + ".state");
+    progress_.kept.erase(progress_.kept.begin());
+  }
+  archive.write("progress", c10::IValue(progress_.to_json().dump()));
+  std::ostringstream bytes;
+  archive.save_to(bytes);
+  write_file_atomic(base + ".state", bytes.str());
+  write_file_atomic(ckpt_dir() + "/latest.json", json{{"checkpoint", std::string(stem)}}.dump() + "\n");
+  (void)end_of_epoch;
+}
+
+bool Trainer::load_latest() {
+  const std::string latest = ckpt_dir() + "/latest.json";
+  if (!fs::exists(latest)) return false;
+  std::ifstream in(latest);
+  const auto stem = json::parse(in).at("checkpoint").get<std::string>();
+  load_state_dict(*model_, ckpt_dir() + "/" + stem + ".pth");
+  torch::serialize::InputArchive archive;
+  archive.load_from(ckpt_dir() + "/" + stem + ".state");
+  c10::IValue progress;
+  archive.read("progress", progress);
+  progress_ = Progress::from_json(json::parse(progress.toStringRef()));
+  torch::Tensor rng;
+  archive.read("rng", rng);
+  at::Generator generator = at::detail::getDefaultCPUGenerator();  // shares the global generator
+  generator.set_state(rng);
+  torch::serialize::InputArchive opt;
+  if (archive.try_read("optimizer", opt)) {
+    const auto& stage = config_.stages.at(static_cast<size_t>(progress_.stage));
+    optimizer_ = std::make_unique<RAdam>(trainable(stage.frozen_backbone), RAdamOptions(stage.lr));
+    optimizer_->load(opt);
+  }
+  store_->truncate_after(run_id_, progress_.global_step);
+  spdlog::info("resumed from {} (stage {}, epoch {}, batch {}, step {})", stem, progress_.stage, progress_.epoch,
+               progress_.position, progress_.global_step);
+  return true;
+}
+
+void Trainer::draw_progress(const StageConfig& stage, int64_t done, int64_t total, double ips, double loss) {
+  if (!options_.progress) return;
+  const int width = 24;
+  const int filled = total > 0 ? static_cast<int>(width * done / total) : 0;
+  const double eta = ips > 0 ? (total - done) * static_cast<double>(stage.batch) / ips : 0;
+  std::fprintf(stderr, "\r[%s] epoch %lld/%lld [%s%s] %lld/%lld %.1f img/s ETA %dm%02ds loss %.4f CIDEr-D %.3f ",
+               stage.name.c_str(), static_cast<long long>(progress_.epoch + 1), static_cast<long long>(stage.epochs),
+               std::string(static_cast<size_t>(filled), '#').c_str(), std::string(static_cast<size_t>(width - filled), '.').c_str(),
+               static_cast<long long>(done), static_cast<long long>(total), ips, static_cast<int>(eta) / 60,
+               static_cast<int>(eta) % 60, loss, progress_.last_cider);
+  std::fflush(stderr);
+}
+
+void Trainer::run_stage(const StageConfig& stage) {
+  const bool scst = stage.objective == "scst";
+  LoaderOptions lo;
+  lo.mode = scst ? SamplingMode::ImageWise : SamplingMode::CaptionWise;
+  lo.batch_size = stage.batch;
+  lo.seed = config_.seed + static_cast<uint64_t>(progress_.stage) * 1000003ULL;
+  lo.workers = config_.workers;
+  lo.max_words = config_.validation_max_len;
+  ImageSource source;
+  if (stage.frozen_backbone) {
+    std::vector<size_t> train;
+    for (size_t i = 0; i < dataset_.images.size(); ++i)
+      if (is_training_split(dataset_.images[i].split)) train.push_back(i);
+    cache_.clear();  // features of the backbone as it is now (stage C after B)
+    spdlog::info("stage {}: extracting backbone features of {} images", stage.name, train.size());
+    extract_cache(train);
+  } else {
+    source = [](const std::string& path) { return load_image_rgb(path); };
+  }
+  DataLoader loader(dataset_, *vocab_, lo, source);
+  if (!progress_.loader_state.empty()) loader.restore(LoaderState::from_json(progress_.loader_state));
+  int64_t per_epoch = loader.batches_per_epoch();
+  if (stage.max_batches_per_epoch > 0) per_epoch = std::min(per_epoch, stage.max_batches_per_epoch);
+  LrSchedule schedule{parse_lr_schedule_kind(stage.schedule), stage.lr, stage.warmup, stage.anneal_factor,
+                      stage.anneal_every, per_epoch, 5e-7};
+  const auto params = trainable(stage.frozen_backbone);
+  if (!optimizer_) optimizer_ = std::make_unique<RAdam>(params, RAdamOptions(stage.lr));
+  DropoutRates rates;
+  rates.enc = rates.dec = rates.enc_input = rates.dec_input = rates.other = stage.dropout;
+  rates.swin_drop_path = stage.frozen_backbone ? 0.0 : stage.drop_path;
+  model_->set_dropout(rates);
+  ScstOptions so;
+  so.sos_id = vocab_->sos_id();
+  so.eos_id = vocab_->eos_id();
+  so.pad_id = vocab_->pad_id();
+  so.max_len = config_.validation_max_len;
+
+  for (; progress_.epoch < stage.epochs; ++progress_.epoch) {
+    auto started = std::chrono::steady_clock::now();
+    int64_t images_seen = 0;
+    double running_loss = 0;
+    while (progress_.position < per_epoch) {
+      model_->train();
+      if (stage.frozen_backbone) model_->swin_transf->eval();
+      std::vector<StepRecord> records;
+      double step_loss = 0;
+      int64_t step_images = 0;
+      for (int64_t micro = 0; micro < stage.accumulate && progress_.position < per_epoch; ++micro) {
+        optimizer_->param_groups()[0].options().set_lr(schedule.rate(progress_.iteration));
+        Batch batch = loader.next();
+        torch::Tensor feats;
+        if (stage.frozen_backbone) {
+          torch::NoGradGuard ng;
+          feats = features_for(batch.image_indices, batch.images, true);
+        } else {
+          feats = features_for(batch.image_indices, batch.images, false);
+        }
+        torch::Tensor loss;
+        if (scst) {
+          std::vector<size_t> idx;
+          for (size_t i : batch.image_indices) idx.push_back(reward_index_.at(i));
+          loss = scst_loss(*model_, feats, idx, *reward_, so).loss;
+        } else {
+          const auto tokens = torch::from_blob(batch.tokens.data(),
+                                               {static_cast<int64_t>(batch.size()), batch.length}, torch::kLong)
+                                  .clone().to(device_);
+          const auto input = tokens.narrow(1, 0, batch.length - 1);
+          const auto target = tokens.narrow(1, 1, batch.length - 1);
+          const auto enc = model_->encode(feats);
+          const auto lp = model_->decode(enc, input, causal_self_mask(input, vocab_->pad_id()));
+          loss = label_smoothing_loss(lp, target, vocab_->pad_id(), 0.1);
+        }
+        loss.backward();
+        step_loss += loss.item<double>();
+        step_images += static_cast<int64_t>(batch.size());
+        ++progress_.iteration;
+        ++progress_.position;
+        progress_.loader_state = loader.state().to_json();
+      }
+      // NaN/inf guard: the update is skipped (and recorded) when the loss or the gradient is not finite.
+      const double max_norm = stage.clip > 0 ? stage.clip : std::numeric_limits<double>::infinity();
+      const double grad_norm = torch::nn::utils::clip_grad_norm_(params, max_norm);
+      const bool finite = std::isfinite(step_loss) && std::isfinite(grad_norm);
+      if (finite) optimizer_->step();
+      optimizer_->zero_grad();
+      ++progress_.global_step;
+      images_seen += step_images;
+      running_loss = step_loss;
+      const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
+      const double ips = secs > 0 ? images_seen / secs : 0;
+      store_->log_step({run_id_, progress_.stage, progress_.epoch, progress_.global_step, step_loss,
+                        optimizer_->param_groups()[0].options().get_lr(), grad_norm, ips, !finite});
+      draw_progress(stage, progress_.position, per_epoch, ips, running_loss);
+      if (g_stop_signal) {
+        save(false, false);
+        interrupted_ = true;
+        return;
+      }
+      if (config_.checkpoint_every > 0 && progress_.global_step % config_.checkpoint_every == 0 &&
+          progress_.position < per_epoch)
+        save(false, false);
+    }
+    if (options_.progress) std::fprintf(stderr, "\n");
+    const auto v = validate();
+    progress_.last_cider = v.cider_d;
+    const bool best = v.cider_d > progress_.best_cider;
+    if (best) progress_.best_cider = v.cider_d;
+    spdlog::info("stage {} epoch {}: loss {:.4f}, BLEU-1 {:.4f}, BLEU-4 {:.4f}, ROUGE-L {:.4f}, CIDEr-D {:.4f}",
+                 stage.name, progress_.epoch + 1, running_loss, v.bleu1, v.bleu4, v.rouge_l, v.cider_d);
+    // Skip what is left of a capped epoch so the next epoch starts at its first batch.
+    LoaderState next;
+    next.seed = lo.seed;
+    next.epoch = progress_.epoch + 1;
+    next.position = 0;
+    loader.restore(next);
+    progress_.loader_state = next.to_json();
+    progress_.position = 0;
+    progress_.epoch += 1;
+    save(true, best);
+    progress_.epoch -= 1;  // the for loop increments it
+  }
+}
+
+TrainOutcome Trainer::run() {
+  if (options_.out_dir.empty()) throw std::runtime_error("expnet train: --out DIR is required for a run folder");
+  fs::create_directories(options_.out_dir);
+  device_ = torch::Device(options_.device);
+  store_ = std::make_unique<RunStore>(options_.store_path.empty() ? options_.out_dir + "/runs.sqlite" : options_.store_path);
+  prepare_data();
+  build_model();
+  const auto existing = store_->find_run_by_name(config_.name);
+  if (options_.resume) {
+    if (!existing) throw std::runtime_error("--resume: no run named '" + config_.name + "' in " + store_->path());
+    run_id_ = existing->id;
+    load_latest();
+  } else {
+    if (fs::exists(ckpt_dir() + "/latest.json"))
+      throw std::runtime_error("run folder '" + options_.out_dir + "' already has checkpoints: use --resume or another --out");
+    run_id_ = store_->create_run(config_.name, config_.to_json(), fs::absolute(options_.out_dir).string());
+    for (size_t i = 0; i < config_.stages.size(); ++i)
+      store_->add_stage(run_id_, static_cast<int64_t>(i), config_.stages[i].name, stage_to_json(config_.stages[i]).dump());
+  }
+  store_->set_status(run_id_, "running");
+  auto old_int = std::signal(SIGINT, on_stop_signal);
+  auto old_term = std::signal(SIGTERM, on_stop_signal);
+  for (; progress_.stage < static_cast<int64_t>(config_.stages.size()); ++progress_.stage) {
+    run_stage(config_.stages[static_cast<size_t>(progress_.stage)]);
+    if (interrupted_) break;
+    // The next stage starts fresh: new optimizer, loader and schedule.
+    optimizer_.reset();
+    progress_.epoch = progress_.position = progress_.iteration = 0;
+    progress_.loader_state.clear();
+  }
+  std::signal(SIGINT, old_int);
+  std::signal(SIGTERM, old_term);
+  TrainOutcome outcome;
+  outcome.status = interrupted_ ? "interrupted" : "finished";
+  outcome.last_cider_d = progress_.last_cider;
+  outcome.steps = progress_.global_step;
+  if (!interrupted_) {
+    CheckpointMetadata meta;
+    meta.config_json = config_.model_json;
+    meta.vocabulary_json = vocab_->to_json();
+    outcome.final_checkpoint = options_.out_dir + "/final.pth";
+    save_checkpoint(outcome.final_checkpoint, module_state(*model_), meta);
+  }
+  store_->set_status(run_id_, outcome.status);
+  return outcome;
+}
+
+}  // namespace
+
+TrainOutcome run_training(const TrainConfig& config, const TrainOptions& options) {
+  g_stop_signal = 0;
+  Trainer trainer(config, options);
+  return trainer.run();
+}
+
+}  // namespace expnet

@@ -1,0 +1,288 @@
+// Training building blocks: RAdam against Liu et al.'s rule and against
+// torch.optim.RAdam, the learning-rate schedules with the spec's numbers, the
+// label-smoothed cross-entropy against a PyTorch KLDivLoss computation, and
+// the SCST baseline / loss / sampling.
+#include <QJsonArray>
+#include <QJsonDocument>
+#include <QJsonObject>
+#include <QtTest>
+
+#include <torch/torch.h>
+
+#include <cmath>
+#include <sstream>
+
+#include "expnet/metrics.h"
+#include "expnet/model.h"
+#include "expnet/model_config.h"
+#include "expnet/training.h"
+#include "support/fixtures.h"
+
+using namespace expnet;
+
+namespace {
+
+QJsonArray to_json(const torch::Tensor& t) {
+  QJsonArray out;
+  const auto c = t.contiguous().to(torch::kDouble);
+  if (c.dim() == 1) {
+    for (int64_t i = 0; i < c.size(0); ++i) out.append(c[i].item<double>());
+  } else {
+    for (int64_t i = 0; i < c.size(0); ++i) out.append(to_json(c[i]));
+  }
+  return out;
+}
+
+QJsonObject torch_peer(const QString& mode, const QJsonObject& request) {
+  const QString dir = expnet_test::makeTempDir(QStringLiteral("train_peer"));
+  const QString path = dir + "/request.json";
+  QFile f(path);
+  if (!f.open(QIODevice::WriteOnly)) qFatal("cannot write %s", qPrintable(path));
+  f.write(QJsonDocument(request).toJson(QJsonDocument::Compact));
+  f.close();
+  const auto r = expnet_test::runProcess(expnet_test::torchPython(),
+                                         {QStringLiteral(EXPNET_TRAIN_TEST_DIR "/torch_peer.py"), mode, path});
+  if (r.exitCode != 0) qFatal("torch peer failed: %s", r.err.constData());
+  return QJsonDocument::fromJson(r.out).object();
+}
+
+// Liu et al.'s update written out on plain doubles, independently of RAdam.
+struct ScalarRAdam {
+  double m = 0, v = 0;
+  int step = 0;
+  double update(double p, double g, double lr) {
+    const double b1 = 0.9, b2 = 0.98, eps = 1e-9;
+    m = b1 * m + (1 - b1) * g;
+    v = b2 * v + (1 - b2) * g * g;
+    ++step;
+    const double b2t = std::pow(b2, step);
+    const double rho_inf = 2 / (1 - b2) - 1;
+    const double rho = rho_inf - 2 * step * b2t / (1 - b2t);
+    if (rho < 5) return p;
+    const double r = std::sqrt((rho - 4) * (rho - 2) * rho_inf / ((rho_inf - 4) * (rho_inf - 2) * rho));
+    return p - lr * r * std::sqrt(1 - b2t) / (1 - std::pow(b1, step)) * m / (std::sqrt(v) + eps);
+  }
+};
+
+}  // namespace
+
+class TestTraining : public QObject {
+  Q_OBJECT
+
+ private slots:
+  void radamFollowsLiuRuleStepByStep() {
+    torch::manual_seed(1);
+    auto p = torch::randn({6}, torch::kDouble).requires_grad_(true);
+    RAdam opt({p}, RAdamOptions(1e-2));
+    std::vector<ScalarRAdam> ref(6);
+    std::vector<double> expected(6);
+    for (int i = 0; i < 6; ++i) expected[i] = p[i].item<double>();
+    const auto initial = p.detach().clone();
+    for (int step = 1; step <= 12; ++step) {
+      const auto g = torch::randn({6}, torch::kDouble);
+      p.mutable_grad() = g.clone();
+      opt.step();
+      for (int i = 0; i < 6; ++i) expected[i] = ref[i].update(expected[i], g[i].item<double>(), 1e-2);
+      for (int i = 0; i < 6; ++i) QVERIFY(std::abs(p[i].item<double>() - expected[i]) <= 1e-14);
+      if (step <= 5) QVERIFY2(torch::equal(p.detach(), initial), "RAdam moved a parameter while rho_t < 5");
+      if (step == 6) QVERIFY(!torch::equal(p.detach(), initial));
+    }
+    QVERIFY(radam_step_factors(5, 0.9, 0.98).step_size < 0);
+    QVERIFY(radam_step_factors(6, 0.9, 0.98).step_size > 0);
+  }
+
+  void radamMatchesTorchFromSameState_data() {
+    QTest::addColumn<int>("step");
+    QTest::newRow("step 6") << 6;
+    QTest::newRow("step 7") << 7;
+    QTest::newRow("step 250") << 250;
+  }
+
+  void radamMatchesTorchFromSameState() {
+    QFETCH(int, step);
+    torch::manual_seed(step);
+    auto p = torch::randn({3, 5}, torch::kDouble).requires_grad_(true);
+    const auto p0 = p.detach().clone();
+    const auto exp_avg = torch::randn({3, 5}, torch::kDouble) * 0.1;
+    const auto exp_avg_sq = torch::rand({3, 5}, torch::kDouble) * 0.01;
+    const auto grad = torch::randn({3, 5}, torch::kDouble);
+    const double lr = 3e-4;
+    QJsonObject req{{"param", to_json(p.detach())}, {"exp_avg", to_json(exp_avg)}, {"exp_avg_sq", to_json(exp_avg_sq)},
+                    {"grad", to_json(grad)}, {"lr", lr}, {"step", step - 1}};
+
+    RAdam opt({p}, RAdamOptions(lr));
+    p.mutable_grad() = torch::zeros_like(p);
+    opt.step();  // creates the state, then it is overwritten with the chosen one
+    auto& state = static_cast<RAdamParamState&>(*opt.state().begin()->second);
+    state.step(step - 1);
+    state.exp_avg().copy_(exp_avg);
+    state.exp_avg_sq().copy_(exp_avg_sq);
+    {
+      torch::NoGradGuard ng;
+      p.copy_(p0);  // the first step moved nothing, but be explicit
+    }
+    p.mutable_grad() = grad.clone();
+    opt.step();
+
+    const auto theirs = torch_peer("radam", req);
+    QVERIFY(!theirs.isEmpty());
+    const auto flat = [](const QJsonValue& v) {
+      std::vector<double> out;
+      for (const auto& row : v.toArray())
+        for (const auto& x : row.toArray()) out.push_back(x.toDouble());
+      return torch::tensor(out, torch::kDouble).view({3, 5});
+    };
+    const double diff = (p.detach() - flat(theirs["param"])).abs().max().item<double>();
+    QVERIFY2(diff < 1e-14, qPrintable(QString("param differs by %1").arg(diff)));
+    QVERIFY((state.exp_avg() - flat(theirs["exp_avg"])).abs().max().item<double>() < 1e-15);
+    QVERIFY((state.exp_avg_sq() - flat(theirs["exp_avg_sq"])).abs().max().item<double>() < 1e-15);
+    QVERIFY((p.detach() - p0).abs().max().item<double>() > 0);
+  }
+
+  void radamStateSurvivesSerialization() {
+    torch::manual_seed(3);
+    auto a = torch::randn({4}).requires_grad_(true);
+    auto b = a.detach().clone().requires_grad_(true);
+    RAdam opt_a({a}, RAdamOptions(1e-2));
+    for (int i = 0; i < 7; ++i) {
+      a.mutable_grad() = torch::randn({4});
+      opt_a.step();
+    }
+    { torch::NoGradGuard ng; b.copy_(a); }
+    std::stringstream buffer;
+    torch::serialize::OutputArchive out;
+    opt_a.save(out);
+    out.save_to(buffer);
+    RAdam opt_b({b}, RAdamOptions(5.0));
+    torch::serialize::InputArchive in;
+    in.load_from(buffer);
+    opt_b.load(in);
+    QCOMPARE(opt_b.param_groups()[0].options().get_lr(), 1e-2);
+    for (int i = 0; i < 3; ++i) {
+      const auto g = torch::randn({4});
+      a.mutable_grad() = g.clone();
+      b.mutable_grad() = g.clone();
+      opt_a.step();
+      opt_b.step();
+    }
+    QVERIFY(torch::equal(a, b));
+  }
+
+  void referenceScheduleHasSpecNumbers() {
+    LrSchedule s;
+    s.kind = LrScheduleKind::reference;
+    s.lr = 2e-4;
+    s.warmup = 10000;
+    s.anneal_factor = 0.8;
+    s.anneal_every_epochs = 2;
+    s.batches_per_epoch = 11830;
+    QVERIFY(std::abs(s.rate(0) - 2e-8) < 1e-20);
+    QVERIFY(std::abs(s.rate(10000 - 10) - 2e-5) < 1e-18);
+    QVERIFY(std::abs(s.rate(10000) - 2e-4) < 1e-18);
+    QVERIFY(std::abs(s.rate(5000) - 2e-4 / 5000) < 1e-18);  // not linear: lr/(W - it)
+    QVERIFY(std::abs(s.rate(2 * 11830) - 2e-4 * 0.8) < 1e-18);
+    QVERIFY(std::abs(s.rate(4 * 11830 + 5) - 2e-4 * 0.64) < 1e-18);
+    QCOMPARE(s.rate(200 * 11830), 5e-7);  // min_lr floor after warm-up
+    // no warm-up, x0.8 every epoch (stage C)
+    LrSchedule c{LrScheduleKind::reference, 1e-4, 0, 0.8, 1, 100, 5e-7};
+    QCOMPARE(c.rate(0), 1e-4);
+    QVERIFY(std::abs(c.rate(100) - 0.8e-4) < 1e-18);
+  }
+
+  void linearAndFixedSchedules() {
+    LrSchedule lin{LrScheduleKind::linear_warmup, 1e-3, 10, 0.5, 1, 100, 0.0};
+    QVERIFY(std::abs(lin.rate(0) - 1e-4) < 1e-18);
+    QVERIFY(std::abs(lin.rate(4) - 5e-4) < 1e-18);
+    QCOMPARE(lin.rate(50), 1e-3);
+    QCOMPARE(lin.rate(150), 5e-4);
+    LrSchedule fixed{LrScheduleKind::fixed, 2e-6, 0, 0.5, 1, 10, 5e-7};
+    QCOMPARE(fixed.rate(0), 2e-6);
+    QCOMPARE(fixed.rate(1000), 2e-6);
+    QCOMPARE(parse_lr_schedule_kind("linear"), LrScheduleKind::linear_warmup);
+    QVERIFY_THROWS_EXCEPTION(std::invalid_argument, parse_lr_schedule_kind("cosine"));
+  }
+
+  void labelSmoothingMatchesTorchKl() {
+    torch::manual_seed(5);
+    const int64_t V = 9, pad = 7;
+    const auto log_probs = torch::log_softmax(torch::randn({3, 5, V}, torch::kDouble), -1);
+    auto targets = torch::randint(0, V, {3, 5}, torch::kLong);
+    targets.index_put_({0, 4}, pad);
+    targets.index_put_({2, 3}, pad);
+    targets.index_put_({2, 4}, pad);
+    targets.index_put_({1, 0}, 8);  // SOS-like column as a target
+    int64_t count = 0;
+    const double ours = label_smoothing_loss(log_probs, targets, pad, 0.1, &count).item<double>();
+    const int64_t expected_count = targets.ne(pad).sum().item<int64_t>();
+    QCOMPARE(count, expected_count);
+    const auto theirs = torch_peer(
+        "xe", QJsonObject{{"log_probs", to_json(log_probs)}, {"targets", to_json(targets)}, {"pad", static_cast<qint64>(pad)},
+                          {"smoothing", 0.1}});
+    QVERIFY(!theirs.isEmpty());
+    QVERIFY2(std::abs(ours - theirs["loss"].toDouble()) < 1e-12,
+             qPrintable(QString("ours %1 torch %2").arg(ours, 0, 'g', 17).arg(theirs["loss"].toDouble(), 0, 'g', 17)));
+    // Gradient flows only into non-pad positions.
+    auto lp = log_probs.clone().requires_grad_(true);
+    label_smoothing_loss(lp, targets, pad).backward();
+    QCOMPARE(lp.grad()[0][4].abs().sum().item<double>(), 0.0);
+    QVERIFY(lp.grad()[0][3].abs().sum().item<double>() > 0);
+    // Without smoothing it is the mean NLL of the targets.
+    const auto nll = torch::nll_loss(log_probs.reshape({-1, V}), targets.reshape({-1}), {}, at::Reduction::Mean, pad);
+    QVERIFY(std::abs(label_smoothing_loss(log_probs, targets, pad, 0.0).item<double>() - nll.item<double>()) < 1e-12);
+  }
+
+  void scstBaselineIsMeanOfOtherSamples() {
+    const auto adv = scst_advantages({1, 2, 3, 4, 5, 0, 0, 0, 0, 10}, 5);
+    QCOMPARE(adv[0], 1 - (2 + 3 + 4 + 5) / 4.0);
+    QCOMPARE(adv[4], 5 - (1 + 2 + 3 + 4) / 4.0);
+    QCOMPARE(adv[5], -2.5);
+    QCOMPARE(adv[9], 10.0);
+    QVERIFY_THROWS_EXCEPTION(std::invalid_argument, scst_advantages({1, 2, 3}, 2));
+    // loss = mean over samples of adv * -(sum log p)
+    const auto lp = torch::tensor({-1.0, -2.0, 0.0, -0.5, -0.5, -0.5}, torch::kDouble).view({2, 3});
+    const double loss = scst_policy_loss(lp, {2.0, -1.0}).item<double>();
+    QCOMPARE(loss, (2.0 * 3.0 + -1.0 * 1.5) / 2.0);
+  }
+
+  void scstSamplesAndLossOnTinyModel() {
+    torch::manual_seed(11);
+    const std::vector<std::string> words{"SOS", "EOS", "PAD", "UNK", "a", "red", "blue", "circle", "square"};
+    auto config = tiny_model_config();
+    ExpansionNet model(config, static_cast<int64_t>(words.size()));
+    model->train();
+    const auto features = torch::randn({2, config.feature_tokens(), config.final_swin_dim});
+    CiderDReward reward({{{"a", "red", "circle"}, {"red", "circle"}}, {{"a", "blue", "square"}}});
+    reward.set_vocabulary(words, 1);
+    ScstOptions opt;
+    opt.sos_id = 0;
+    opt.eos_id = 1;
+    opt.pad_id = 2;
+    opt.max_len = 6;
+    const auto samples = scst_sample(*model, features, opt);
+    QCOMPARE(samples.tokens.size(0), int64_t(10));
+    QVERIFY(samples.tokens.size(1) <= 6);
+    for (size_t r = 0; r < samples.ids.size(); ++r) {
+      const auto& ids = samples.ids[r];
+      QVERIFY(!ids.empty());
+      const bool ended = ids.back() == 1;
+      QVERIFY(ended || static_cast<int64_t>(ids.size()) == samples.tokens.size(1));
+      // log-probs after EOS are zero and tokens there are PAD
+      for (int64_t t = static_cast<int64_t>(ids.size()); t < samples.tokens.size(1); ++t) {
+        QCOMPARE(samples.tokens[r][t].item<int64_t>(), int64_t(2));
+        QCOMPARE(samples.token_log_probs[r][t].item<double>(), 0.0);
+      }
+      for (size_t t = 0; t < ids.size(); ++t) QVERIFY(samples.token_log_probs[r][t].item<double>() < 0);
+    }
+    const auto result = scst_loss(*model, features, {0, 1}, reward, opt);
+    QCOMPARE(result.rewards.size(), size_t(10));
+    QVERIFY(std::isfinite(result.loss.item<double>()));
+    result.loss.backward();
+    bool any_grad = false;
+    for (const auto& p : model->parameters())
+      if (p.grad().defined() && p.grad().abs().sum().item<double>() > 0) any_grad = true;
+    QVERIFY(any_grad);
+  }
+};
+
+QTEST_GUILESS_MAIN(TestTraining)
+#include "test_training.moc"
