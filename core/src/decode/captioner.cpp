@@ -88,9 +88,9 @@ std::unique_ptr<Captioner> Captioner::create_random(const ModelConfig& config, V
   captioner->state_->device = torch::Device(device);
   torch::NoGradGuard no_grad;
   torch::manual_seed(seed);
-  // LibTorch's default initialisation: random and seeded, much cheaper than
-  // the reference's Xavier pass over 234M parameters.
-  captioner->state_->model = ExpansionNet(config, captioner->vocab_.size(), /*reference_init=*/false);
+  // The reference initialisation (seeded): reference_init=false would leave
+  // the weights unwritten, since it is meant for models loaded right after.
+  captioner->state_->model = ExpansionNet(config, captioner->vocab_.size(), /*reference_init=*/true);
   captioner->state_->model->eval();
   captioner->state_->model->to(captioner->state_->device);
   captioner->load_ms_ = ms_since(start);
