@@ -15,7 +15,7 @@ PACKAGES=(
   qt6-base-dev libqt6sql6-sqlite libqcustomplot-dev libqcustomplot2.1-qt6
   libgl1-mesa-dev fonts-dejavu-core
   # test peer: Debian's PyTorch, run as /usr/bin/python3
-  python3 python3-torch python3-numpy
+  python3 python3-torch python3-numpy python3-pil
 )
 
 missing=()

@@ -76,6 +76,8 @@ class Captioner {
 
  private:
   Captioner() = default;
+  static std::unique_ptr<Captioner> build(ModelConfig config, Vocabulary vocab, const std::string& device,
+                                          const std::string& checkpoint, uint64_t seed);
   ModelConfig config_;
   Vocabulary vocab_;
   std::string device_;

@@ -50,6 +50,30 @@ struct Captioner::State {
 
 Captioner::~Captioner() = default;
 
+// One construction path for both entry points: a checkpoint's weights, or a
+// seeded reference initialisation (reference_init=false would leave the
+// weights unwritten, since it is meant for models loaded right after).
+std::unique_ptr<Captioner> Captioner::build(ModelConfig config, Vocabulary vocab, const std::string& device,
+                                            const std::string& checkpoint, uint64_t seed) {
+  const auto start = Clock::now();
+  std::unique_ptr<Captioner> captioner(new Captioner());
+  captioner->config_ = std::move(config);
+  captioner->vocab_ = std::move(vocab);
+  captioner->device_ = device;
+  captioner->state_ = std::make_unique<State>();
+  auto& state = *captioner->state_;
+  state.device = torch::Device(device);
+  torch::NoGradGuard no_grad;
+  const bool random = checkpoint.empty();
+  if (random) torch::manual_seed(seed);
+  state.model = ExpansionNet(captioner->config_, captioner->vocab_.size(), /*reference_init=*/random);
+  if (!random) load_state_dict(*state.model, checkpoint);
+  state.model->eval();
+  state.model->to(state.device);
+  captioner->load_ms_ = ms_since(start);
+  return captioner;
+}
+
 std::unique_ptr<Captioner> Captioner::load(const ModelSource& source) {
   const auto start = Clock::now();
   check_device(source.device);
@@ -58,43 +82,16 @@ std::unique_ptr<Captioner> Captioner::load(const ModelSource& source) {
     PthFile file(source.checkpoint);
     stored = read_metadata(file);
   }
-  std::unique_ptr<Captioner> captioner(new Captioner());
-  captioner->config_ = choose_config(source, stored);
-  captioner->vocab_ = choose_vocabulary(source, stored);
-  captioner->device_ = source.device;
-  captioner->state_ = std::make_unique<State>();
-  auto& state = *captioner->state_;
-  state.device = torch::Device(source.device);
-  torch::NoGradGuard no_grad;
-  const bool random = source.checkpoint.empty();
-  if (random) torch::manual_seed(source.init_seed);
-  state.model = ExpansionNet(captioner->config_, captioner->vocab_.size(), /*reference_init=*/random);
-  if (!random) load_state_dict(*state.model, source.checkpoint);
-  state.model->eval();
-  state.model->to(state.device);
-  captioner->load_ms_ = ms_since(start);
+  auto captioner = build(choose_config(source, stored), choose_vocabulary(source, stored), source.device,
+                         source.checkpoint, source.init_seed);
+  captioner->load_ms_ = ms_since(start);  // metadata reading included
   return captioner;
 }
 
 std::unique_ptr<Captioner> Captioner::create_random(const ModelConfig& config, Vocabulary vocab,
                                                    const std::string& device, uint64_t seed) {
-  const auto start = Clock::now();
   check_device(device);
-  std::unique_ptr<Captioner> captioner(new Captioner());
-  captioner->config_ = config;
-  captioner->vocab_ = std::move(vocab);
-  captioner->device_ = device;
-  captioner->state_ = std::make_unique<State>();
-  captioner->state_->device = torch::Device(device);
-  torch::NoGradGuard no_grad;
-  torch::manual_seed(seed);
-  // The reference initialisation (seeded): reference_init=false would leave
-  // the weights unwritten, since it is meant for models loaded right after.
-  captioner->state_->model = ExpansionNet(config, captioner->vocab_.size(), /*reference_init=*/true);
-  captioner->state_->model->eval();
-  captioner->state_->model->to(captioner->state_->device);
-  captioner->load_ms_ = ms_since(start);
-  return captioner;
+  return build(config, std::move(vocab), device, /*checkpoint=*/"", seed);
 }
 
 ExpansionNetImpl& Captioner::model() { return *state_->model; }
