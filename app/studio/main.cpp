@@ -13,6 +13,7 @@
 #include "app/screenshot.h"
 #include "app/studiocontext.h"
 #include "app/studiopage.h"
+#include "attention/attentionpage.h"
 #include "caption/captionpage.h"
 #include "expnet/system.h"
 
@@ -34,14 +35,16 @@ int main(int argc, char** argv) {
   parser.addVersionOption();
   QCommandLineOption screenshot(QStringLiteral("screenshot"), QStringLiteral("Render offscreen, save a PNG and FILE.json, exit."), QStringLiteral("FILE"));
   QCommandLineOption page(QStringLiteral("page"), QStringLiteral("Page to show: caption, attention, training, datasets, runs, compare."), QStringLiteral("NAME"), QStringLiteral("caption"));
-  QCommandLineOption open(QStringLiteral("open"), QStringLiteral("Image to open on the Caption page (repeatable)."), QStringLiteral("IMAGE"));
+  QCommandLineOption open(QStringLiteral("open"), QStringLiteral("Image to open on the Caption page (repeatable); the first is also traced on the Attention page."), QStringLiteral("IMAGE"));
   QCommandLineOption run(QStringLiteral("run"), QStringLiteral("Training run folder to open on the Training page."), QStringLiteral("DIR"));
   QCommandLineOption threads(QStringLiteral("threads"), QStringLiteral("CPU threads (0 = all cores)."), QStringLiteral("N"), QStringLiteral("0"));
   QCommandLineOption device(QStringLiteral("device"), QStringLiteral("cpu, cuda or cuda:N."), QStringLiteral("DEVICE"), QStringLiteral("cpu"));
   QCommandLineOption model(QStringLiteral("model"), QStringLiteral("Model preset (official, small, tiny) or config JSON to preload."), QStringLiteral("MODEL"));
   QCommandLineOption checkpoint(QStringLiteral("checkpoint"), QStringLiteral("Checkpoint .pth to preload on the Caption page."), QStringLiteral("FILE"));
   QCommandLineOption vocab(QStringLiteral("vocab"), QStringLiteral("Vocabulary (.pickle or .json) of the checkpoint."), QStringLiteral("FILE"));
-  parser.addOptions({screenshot, page, open, run, threads, device, model, checkpoint, vocab});
+  QCommandLineOption beam(QStringLiteral("beam"), QStringLiteral("Attention page: beam width of the traced caption (1 = greedy)."), QStringLiteral("N"));
+  QCommandLineOption word(QStringLiteral("word"), QStringLiteral("Attention page: the caption's word to show, 1 = the first."), QStringLiteral("N"));
+  parser.addOptions({screenshot, page, open, run, threads, device, model, checkpoint, vocab, beam, word});
   parser.process(app);
 
   expnet::RuntimeOptions runtime;
@@ -65,6 +68,13 @@ int main(int argc, char** argv) {
     return 1;
   }
   auto* captionPage = qobject_cast<CaptionPage*>(window.page(QStringLiteral("caption")));
+  auto* attentionPage = qobject_cast<AttentionPage*>(window.page(QStringLiteral("attention")));
+  if (parser.isSet(beam)) attentionPage->setBeam(parser.value(beam).toInt());
+  if (parser.isSet(word)) {
+    const int index = parser.value(word).toInt() - 1;  // selectWord clamps to the caption's words
+    QObject::connect(attentionPage, &AttentionPage::traceReady, attentionPage,
+                     [attentionPage, index] { attentionPage->selectWord(index); }, Qt::SingleShotConnection);
+  }
   if (parser.isSet(checkpoint) || parser.isSet(model) || parser.isSet(vocab)) {
     ModelRequest request;
     request.model = parser.value(model);

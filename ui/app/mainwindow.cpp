@@ -11,6 +11,7 @@
 
 #include "app/studiocontext.h"
 #include "app/studiopage.h"
+#include "attention/attentionpage.h"
 #include "caption/captionpage.h"
 #include "common/notyetpage.h"
 
@@ -46,11 +47,11 @@ MainWindow::MainWindow(StudioContext* context, QWidget* parent)
   layout->addWidget(stack_, 1);
   setCentralWidget(central);
 
-  addPage(new CaptionPage(context_));
-  addPage(notYet("attention", "Attention",
-                 "Cross-attention of each word over the image as a heat map, and the Static and Dynamic "
-                 "Expansion length-transformation maps.",
-                 "Needs the decoding engine's traces (issues: Decoding engine; Studio)."));
+  auto* captionPage = new CaptionPage(context_);
+  addPage(captionPage);
+  auto* attentionPage = new AttentionPage(context_);
+  attentionPage->setImageList(captionPage->model());  // pick any of the Caption page's images
+  addPage(attentionPage);
   addPage(notYet("training", "Training",
                  "Launch the four-stage recipe in a child process and follow it live: loss, learning rate, "
                  "CIDEr-D and BLEU-4 curves, ETA, log and sample captions.",

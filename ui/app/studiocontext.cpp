@@ -10,3 +10,9 @@ void StudioContext::setModelName(const QString& name) {
   modelName_ = name;
   emit modelChanged();
 }
+
+void StudioContext::setSelectedImage(const QString& path) {
+  if (path == selectedImage_) return;
+  selectedImage_ = path;
+  emit imageSelected(path);
+}

@@ -6,6 +6,12 @@
 #include <QObject>
 #include <QString>
 
+#include <memory>
+
+namespace expnet {
+class Captioner;
+}
+
 class StudioContext : public QObject {
   Q_OBJECT
  public:
@@ -19,12 +25,28 @@ class StudioContext : public QObject {
   void setRuntime(const QString& device, int threads);
   void setModelName(const QString& name);
 
+  // The captioner the Caption page loaded, shared with the pages that trace
+  // it (its forward passes keep no state, so several worker threads may use
+  // it). Set before setModelName(), whose modelChanged() announces it.
+  std::shared_ptr<expnet::Captioner> captioner() const { return captioner_; }
+  void setCaptioner(std::shared_ptr<expnet::Captioner> captioner) { captioner_ = std::move(captioner); }
+  // True while a model is being loaded: pages waiting for one count as busy.
+  bool modelLoading() const { return modelLoading_; }
+  void setModelLoading(bool loading) { modelLoading_ = loading; }
+  // The image selected on the Caption page; the Attention page follows it.
+  QString selectedImage() const { return selectedImage_; }
+  void setSelectedImage(const QString& path);
+
  signals:
   void runtimeChanged();
   void modelChanged();
+  void imageSelected(const QString& path);
 
  private:
   QString device_ = QStringLiteral("cpu");
   int threads_ = 1;
   QString modelName_;
+  std::shared_ptr<expnet::Captioner> captioner_;
+  bool modelLoading_ = false;
+  QString selectedImage_;
 };

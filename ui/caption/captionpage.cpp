@@ -133,6 +133,9 @@ CaptionPage::CaptionPage(StudioContext* context, QWidget* parent)
   layout->addWidget(centre_, 1);
 
   connect(table_->selectionModel(), &QItemSelectionModel::currentRowChanged, this, &CaptionPage::showDetails);
+  connect(table_->selectionModel(), &QItemSelectionModel::currentRowChanged, this, [this](const QModelIndex& current) {
+    if (current.isValid()) context_->setSelectedImage(items_->item(current.row()).path);
+  });
   connect(items_, &CaptionModel::itemChanged, this, [this](int row) {
     if (table_->currentIndex().row() == row) showDetails();
   });
@@ -306,6 +309,7 @@ void CaptionPage::loadModel(const ModelRequest& request) {
   ModelRequest withDevice = request;
   withDevice.device = context_->device();
   loading_ = true;
+  context_->setModelLoading(true);
   modelError_.clear();
   updateState();
   // A functor queued to the worker's thread: the load runs there, not here.
@@ -318,6 +322,8 @@ void CaptionPage::onModelLoaded(const QString& name, const QJsonObject& details)
   modelName_ = name;
   modelDetails_ = details;
   maxLength_->setMaximum(details.value(QStringLiteral("max_seq_len")).toInt());
+  context_->setModelLoading(false);
+  context_->setCaptioner(worker_->captioner());
   context_->setModelName(name);
   updateState();
   emit modelReady();
@@ -326,6 +332,7 @@ void CaptionPage::onModelLoaded(const QString& name, const QJsonObject& details)
 
 void CaptionPage::onModelFailed(const QString& error) {
   loading_ = false;
+  context_->setModelLoading(false);
   modelError_ = error;
   updateState();
   emit modelReady();

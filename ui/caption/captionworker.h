@@ -34,6 +34,9 @@ class CaptionWorker : public QObject {
   // Thread-safe: abandons the image being decoded and every job queued so far.
   void cancelAll() { ++cancelEpoch_; }
   int cancelEpoch() const { return cancelEpoch_.load(); }
+  // The loaded model, shared with other pages (StudioContext). Read it only
+  // after modelLoaded(): loadModel() is the only writer.
+  std::shared_ptr<expnet::Captioner> captioner() const { return captioner_; }
 
  public:
   // Run in the worker's thread (queued functors from the page).
@@ -55,6 +58,6 @@ class CaptionWorker : public QObject {
  private:
   QJsonObject captionOne(const CaptionJob& job, const expnet::DecodingOptions& options, int epoch);
 
-  std::unique_ptr<expnet::Captioner> captioner_;
+  std::shared_ptr<expnet::Captioner> captioner_;
   std::atomic<int> cancelEpoch_{0};
 };

@@ -1,0 +1,777 @@
+#include "attention/attentionpage.h"
+
+#include <QBuffer>
+#include <QComboBox>
+#include <QFileDialog>
+#include <QFileInfo>
+#include <QFormLayout>
+#include <QGroupBox>
+#include <QHBoxLayout>
+#include <QJsonArray>
+#include <QKeyEvent>
+#include <QLabel>
+#include <QListView>
+#include <QMessageBox>
+#include <QProgressBar>
+#include <QRegularExpression>
+#include <QPushButton>
+#include <QSettings>
+#include <QShortcut>
+#include <QSlider>
+#include <QSpinBox>
+#include <QSplitter>
+#include <QStackedWidget>
+#include <QTabWidget>
+#include <QVBoxLayout>
+
+#include <algorithm>
+#include <cmath>
+
+#include "app/studiocontext.h"
+#include "attention/attentionworker.h"
+#include "attention/expansionplot.h"
+#include "attention/imageview.h"
+#include "attention/wordmodel.h"
+#include "caption/captionmodel.h"
+#include "expnet/atomic_file.h"
+#include "expnet/trace.h"
+
+namespace {
+const char* kHint =
+    "<h3>What did the model look at?</h3>"
+    "<p>Load a model on the <b>Caption</b> page, then pick one of its images above or press <b>Open…</b> "
+    "(Ctrl+O). The image is captioned (beam search) and the caption traced: for each word, the decoder's "
+    "cross-attention over the image; for each layer, the Static and Dynamic Expansion matrices.</p>"
+    "<p>From the command line: <code>expnet-studio --page attention --checkpoint FILE.pth --vocab VOCAB "
+    "--model PRESET --open IMAGE</code>.</p>";
+
+enum Direction { Forward, Backward, Scores };
+enum Stream { StreamA, StreamB };
+
+QLabel* caption(const QString& text) {
+  auto* label = new QLabel(text);
+  label->setStyleSheet(QStringLiteral("color: #55606b;"));
+  return label;
+}
+
+QComboBox* combo(const QString& name, const QStringList& items, const QString& tip) {
+  auto* box = new QComboBox;
+  box->setObjectName(name);
+  box->addItems(items);
+  box->setToolTip(tip);
+  box->setSizeAdjustPolicy(QComboBox::AdjustToContents);
+  return box;
+}
+
+QPushButton* actionButton(const QString& text, const QKeySequence& keys, const QString& tip, QWidget* owner) {
+  auto* button = new QPushButton(text);
+  auto* shortcut = new QShortcut(keys, owner);
+  shortcut->setContext(Qt::WidgetWithChildrenShortcut);
+  QObject::connect(shortcut, &QShortcut::activated, button, &QPushButton::click);
+  button->setToolTip(QStringLiteral("%1 (%2)").arg(tip, keys.toString(QKeySequence::NativeText)));
+  return button;
+}
+
+// OpenCV BGR (what the engine's overlays return) to a QImage that owns its pixels.
+QImage fromBgr(const cv::Mat& bgr) {
+  return QImage(bgr.data, bgr.cols, bgr.rows, int(bgr.step), QImage::Format_BGR888).copy();
+}
+
+QImage overlay(const AttentionTrace& trace, const std::vector<float>& weights, double alpha) {
+  if (trace.rgb.empty() || int(weights.size()) != trace.cells()) return {};
+  const cv::Mat grid(trace.gridSide, trace.gridSide, CV_32F, const_cast<float*>(weights.data()));
+  return fromBgr(expnet::attention_overlay(trace.rgb, grid, alpha));
+}
+
+const TraceMatrix& pick(const TraceExpansion& e, int direction, int stream) {
+  if (direction == Scores) return e.z;
+  if (direction == Forward) return stream == StreamA ? e.forwardA : e.forwardB;
+  return stream == StreamA ? e.backwardA : e.backwardB;
+}
+
+QString directionName(int direction, int stream) {
+  if (direction == Scores) return QStringLiteral("scores z");
+  return QStringLiteral("%1, stream %2").arg(direction == Forward ? QStringLiteral("forward") : QStringLiteral("backward"),
+                                             stream == StreamA ? QStringLiteral("a") : QStringLiteral("b"));
+}
+
+int groupStart(const AttentionTrace& trace, int group) {
+  int start = 0;
+  for (int g = 0; g < group && g < int(trace.groups.size()); ++g) start += trace.groups[size_t(g)];
+  return start;
+}
+
+void refill(QComboBox* box, const QStringList& items) {
+  const int keep = box->currentIndex();
+  const QSignalBlocker block(box);
+  box->clear();
+  box->addItems(items);
+  box->setCurrentIndex(keep >= 0 && keep < items.size() ? keep : 0);
+}
+}  // namespace
+
+AttentionPage::AttentionPage(StudioContext* context, QWidget* parent)
+    : StudioPage(parent), context_(context), worker_(new AttentionWorker), words_(new WordModel(this)) {
+  qRegisterMetaType<std::shared_ptr<const AttentionTrace>>();
+  worker_->moveToThread(&thread_);
+  connect(&thread_, &QThread::finished, worker_, &QObject::deleteLater);
+  connect(worker_, &AttentionWorker::traced, this, &AttentionPage::onTraced);
+  connect(worker_, &AttentionWorker::failed, this, &AttentionPage::onFailed);
+  thread_.start();
+
+  retraceTimer_.setSingleShot(true);
+  retraceTimer_.setInterval(300);  // a spin box run of clicks traces once
+  connect(&retraceTimer_, &QTimer::timeout, this, &AttentionPage::requestTrace);
+
+  hint_ = new QLabel(QString::fromUtf8(kHint));
+  hint_->setWordWrap(true);
+  hint_->setAlignment(Qt::AlignCenter);
+  hint_->setTextFormat(Qt::RichText);
+  hint_->setMargin(40);
+  hint_->setStyleSheet(QStringLiteral("QLabel { color: #34404c; border: 2px dashed #a8b4c0; border-radius: 8px; "
+                                      "background: #f6f8fa; font-size: 11pt; }"));
+  tabs_ = new QTabWidget;
+  tabs_->setObjectName(QStringLiteral("expansionTabs"));
+  tabs_->addTab(buildStaticTab(), QStringLiteral("Static expansion (encoder)"));
+  tabs_->addTab(buildDynamicTab(), QStringLiteral("Dynamic expansion (decoder)"));
+  tabs_->setTabToolTip(0, QStringLiteral("Length transformation matrices of the encoder's Static Expansion"));
+  tabs_->setTabToolTip(1, QStringLiteral("Length transformation matrices of the decoder's Dynamic Expansion over the "
+                                         "caption's tokens"));
+  splitter_ = new QSplitter;
+  splitter_->addWidget(buildHeatPanel());
+  splitter_->addWidget(tabs_);
+  splitter_->setStretchFactor(0, 1);
+  splitter_->setStretchFactor(1, 1);
+  splitter_->setChildrenCollapsible(false);
+  centre_ = new QStackedWidget;
+  centre_->addWidget(hint_);
+  centre_->addWidget(splitter_);
+
+  auto* layout = new QVBoxLayout(this);
+  layout->setContentsMargins(12, 12, 12, 8);
+  layout->addWidget(buildTopBar());
+  layout->addWidget(centre_, 1);
+
+  connect(context_, &StudioContext::modelChanged, this, [this] {
+    if (!path_.isEmpty()) requestTrace();  // a new model: the old trace no longer applies
+    updateStatus();
+  });
+  connect(context_, &StudioContext::imageSelected, this, &AttentionPage::openImage);
+  updateStatus();
+}
+
+AttentionPage::~AttentionPage() {
+  thread_.quit();
+  thread_.wait();
+}
+
+QWidget* AttentionPage::buildTopBar() {
+  imageCombo_ = new QComboBox;
+  imageCombo_->setObjectName(QStringLiteral("image"));
+  imageCombo_->setMinimumWidth(220);
+  imageCombo_->setIconSize(QSize(24, 24));
+  imageCombo_->setPlaceholderText(QStringLiteral("(no image)"));
+  imageCombo_->setToolTip(QStringLiteral("The Caption page's images: pick one to see what the model looked at"));
+  connect(imageCombo_, &QComboBox::activated, this, [this](int row) {
+    if (images_ && row >= 0 && row < images_->rowCount()) openImage(images_->item(row).path);
+  });
+  openButton_ = actionButton(QStringLiteral("Open…"), QKeySequence::Open,
+                             QStringLiteral("Open an image file to caption and trace"), this);
+  connect(openButton_, &QPushButton::clicked, this, &AttentionPage::openImageDialog);
+  beam_ = new QSpinBox;
+  beam_->setObjectName(QStringLiteral("beam"));
+  beam_->setRange(1, 20);
+  beam_->setValue(5);
+  beam_->setToolTip(QStringLiteral("Beam width of the search that writes the traced caption (1 = greedy); "
+                                   "5 is the Caption page's and `expnet explain`'s default"));
+  connect(beam_, &QSpinBox::valueChanged, this, [this] {
+    if (!path_.isEmpty()) retraceTimer_.start();
+  });
+  saveButton_ = actionButton(QStringLiteral("Save PNG…"), QKeySequence::Save,
+                             QStringLiteral("Save the heat map, an expansion map or the whole page as PNG"), this);
+  connect(saveButton_, &QPushButton::clicked, this, &AttentionPage::saveDialog);
+  busy_ = new QProgressBar;
+  busy_->setRange(0, 0);
+  busy_->setMaximumWidth(100);
+  busy_->setTextVisible(false);
+  status_ = new QLabel;
+  status_->setObjectName(QStringLiteral("status"));
+  status_->setTextFormat(Qt::RichText);
+  status_->setTextInteractionFlags(Qt::TextSelectableByMouse);
+  status_->setWordWrap(true);
+  // A long caption must not widen the window: the label takes the room left.
+  status_->setSizePolicy(QSizePolicy::Ignored, QSizePolicy::Preferred);
+
+  auto* bar = new QWidget;
+  auto* row = new QHBoxLayout(bar);
+  row->setContentsMargins(0, 0, 0, 6);
+  row->addWidget(caption(QStringLiteral("Image:")));
+  row->addWidget(imageCombo_);
+  row->addWidget(openButton_);
+  row->addSpacing(12);
+  row->addWidget(caption(QStringLiteral("Beam:")));
+  row->addWidget(beam_);
+  row->addSpacing(12);
+  row->addWidget(saveButton_);
+  row->addSpacing(12);
+  row->addWidget(busy_);
+  row->addWidget(status_, 1);
+  return bar;
+}
+
+QWidget* AttentionPage::buildHeatPanel() {
+  auto* box = new QGroupBox(QStringLiteral("Cross-attention of the selected word"));
+  layer_ = combo(QStringLiteral("layer"), {QStringLiteral("Mean of layers")},
+                 QStringLiteral("Decoder layer whose cross-attention is shown, or the mean over all layers"));
+  head_ = combo(QStringLiteral("head"), {QStringLiteral("Mean of heads")},
+                QStringLiteral("Attention head shown, or the mean over all heads"));
+  connect(layer_, &QComboBox::currentIndexChanged, this, [this](int index) { setLayerChoice(index - 1); });
+  connect(head_, &QComboBox::currentIndexChanged, this, [this](int index) { setHeadChoice(index - 1); });
+  opacity_ = new QSlider(Qt::Horizontal);
+  opacity_->setObjectName(QStringLiteral("opacity"));
+  opacity_->setRange(0, 100);
+  opacity_->setValue(50);
+  opacity_->setMinimumWidth(60);
+  opacity_->setToolTip(QStringLiteral("Opacity of the heat map over the image"));
+  opacityValue_ = new QLabel(QStringLiteral("50%"));
+  opacityValue_->setMinimumWidth(34);
+  connect(opacity_, &QSlider::valueChanged, this, [this](int value) {
+    opacityValue_->setText(QStringLiteral("%1%").arg(value));
+    updateHeatMap();
+  });
+  auto* controls = new QHBoxLayout;
+  controls->addWidget(caption(QStringLiteral("Layer:")));
+  controls->addWidget(layer_);
+  controls->addWidget(caption(QStringLiteral("Head:")));
+  controls->addWidget(head_);
+  controls->addSpacing(8);
+  controls->addWidget(caption(QStringLiteral("Opacity:")));
+  controls->addWidget(opacity_, 1);
+  controls->addWidget(opacityValue_);
+
+  heatView_ = new ImageView;
+  heatView_->setObjectName(QStringLiteral("heatMap"));
+  heatView_->setToolTip(QStringLiteral("Cross-attention of the selected word over the image grid: each cell's "
+                                       "weight divided by the largest (red = most attended, blue = none)"));
+
+  caption_ = new QListView;
+  caption_->setObjectName(QStringLiteral("caption"));
+  caption_->setModel(words_);
+  caption_->setFlow(QListView::LeftToRight);
+  caption_->setWrapping(true);
+  caption_->setResizeMode(QListView::Adjust);
+  caption_->setSpacing(3);
+  caption_->setUniformItemSizes(false);
+  caption_->setSelectionMode(QAbstractItemView::SingleSelection);
+  caption_->setEditTriggers(QAbstractItemView::NoEditTriggers);
+  caption_->setFixedHeight(104);  // three lines of words; longer captions scroll
+  caption_->setToolTip(QStringLiteral("The caption: click a word, or step with Left/Right"));
+  caption_->setStyleSheet(QStringLiteral(
+      "QListView#caption { font-size: 13pt; background: #f6f8fa; border: 1px solid #c8d0d8; border-radius: 4px; }"
+      "QListView#caption::item { padding: 2px 4px; border-radius: 3px; color: #1d2731; }"
+      "QListView#caption::item:selected { background: #d9622b; color: white; }"));
+  connect(caption_->selectionModel(), &QItemSelectionModel::currentChanged, this,
+          [this](const QModelIndex& current) {
+            if (current.isValid()) selectWord(current.row());
+          });
+  wordInfo_ = new QLabel;
+  wordInfo_->setObjectName(QStringLiteral("wordInfo"));
+  wordInfo_->setWordWrap(true);
+  wordInfo_->setSizePolicy(QSizePolicy::Ignored, QSizePolicy::Preferred);
+  wordInfo_->setTextInteractionFlags(Qt::TextSelectableByMouse);
+
+  auto* layout = new QVBoxLayout(box);
+  layout->addLayout(controls);
+  layout->addWidget(heatView_, 1);
+  layout->addWidget(caption_);
+  layout->addWidget(wordInfo_);
+  return box;
+}
+
+QWidget* AttentionPage::buildStaticTab() {
+  staticLayer_ = combo(QStringLiteral("staticLayer"), {}, QStringLiteral("Encoder layer"));
+  staticGroup_ = combo(QStringLiteral("staticGroup"), {},
+                       QStringLiteral("Static Expansion group: each has its own number of expansion slots"));
+  staticDirection_ = combo(QStringLiteral("staticDirection"),
+                           {QStringLiteral("Forward"), QStringLiteral("Backward"), QStringLiteral("Scores z")},
+                           QStringLiteral("Forward: slots x grid cells (where each slot gathers from; rows sum to "
+                                          "1). Backward: grid cells x slots (how each cell reads the slots back). "
+                                          "Scores z: the raw length transformation matrix"));
+  staticStream_ = combo(QStringLiteral("staticStream"), {QStringLiteral("Stream a"), QStringLiteral("Stream b")},
+                        QStringLiteral("Stream a uses relu(z), stream b relu(-z)"));
+  for (auto* box : {staticLayer_, staticGroup_, staticDirection_, staticStream_})
+    connect(box, &QComboBox::currentIndexChanged, this, &AttentionPage::updateStaticMap);
+  staticPlot_ = new ExpansionPlot;
+  staticPlot_->setObjectName(QStringLiteral("staticPlot"));
+  staticPlot_->setToolTip(QStringLiteral("Click a slot's row (or column) to see its distribution over the image"));
+  connect(staticPlot_, &ExpansionPlot::cellClicked, this, [this](int row, int col) {
+    setSlot((staticDirection_->currentIndex() == Backward ? col : row) + 1);
+  });
+  slot_ = new QSpinBox;
+  slot_->setObjectName(QStringLiteral("slot"));
+  slot_->setRange(1, 1);
+  slot_->setToolTip(QStringLiteral("Expansion slot of the group whose distribution over the image is shown"));
+  connect(slot_, &QSpinBox::valueChanged, this, &AttentionPage::updateStaticMap);
+  slotView_ = new ImageView;
+  slotView_->setObjectName(QStringLiteral("slotMap"));
+  slotView_->setMinimumSize(150, 110);
+  slotView_->setMaximumWidth(260);
+  slotView_->setToolTip(QStringLiteral("The slot's forward weights over the image grid (where it gathers from)"));
+  slotInfo_ = new QLabel;
+  slotInfo_->setWordWrap(true);
+  slotInfo_->setSizePolicy(QSizePolicy::Ignored, QSizePolicy::Preferred);
+
+  auto* selectors = new QHBoxLayout;
+  selectors->addWidget(caption(QStringLiteral("Layer:")));
+  selectors->addWidget(staticLayer_);
+  selectors->addWidget(caption(QStringLiteral("Group:")));
+  selectors->addWidget(staticGroup_);
+  selectors->addWidget(staticDirection_);
+  selectors->addWidget(staticStream_);
+  selectors->addStretch(1);
+  auto* slotColumn = new QVBoxLayout;
+  auto* slotRow = new QHBoxLayout;
+  slotRow->addWidget(caption(QStringLiteral("Slot:")));
+  slotRow->addWidget(slot_);
+  slotRow->addStretch(1);
+  slotColumn->addLayout(slotRow);
+  slotColumn->addWidget(slotInfo_);
+  slotColumn->addStretch(1);
+  auto* bottom = new QHBoxLayout;
+  bottom->addWidget(slotView_, 1);
+  bottom->addLayout(slotColumn, 1);
+
+  auto* tab = new QWidget;
+  tab->setObjectName(QStringLiteral("staticTab"));
+  auto* layout = new QVBoxLayout(tab);
+  layout->addLayout(selectors);
+  layout->addWidget(staticPlot_, 3);
+  layout->addLayout(bottom, 1);
+  return tab;
+}
+
+QWidget* AttentionPage::buildDynamicTab() {
+  dynamicLayer_ = combo(QStringLiteral("dynamicLayer"), {}, QStringLiteral("Decoder layer"));
+  dynamicDirection_ = combo(QStringLiteral("dynamicDirection"),
+                            {QStringLiteral("Forward"), QStringLiteral("Backward"), QStringLiteral("Scores z")},
+                            QStringLiteral("Forward: (position, slot) x positions, causal; Backward: positions x "
+                                           "(position, slot); Scores z: the raw length transformation matrix"));
+  dynamicStream_ = combo(QStringLiteral("dynamicStream"), {QStringLiteral("Stream a"), QStringLiteral("Stream b")},
+                         QStringLiteral("Stream a uses relu(z), stream b relu(-z)"));
+  for (auto* box : {dynamicLayer_, dynamicDirection_, dynamicStream_})
+    connect(box, &QComboBox::currentIndexChanged, this, &AttentionPage::updateDynamicMap);
+  dynamicPlot_ = new ExpansionPlot;
+  dynamicPlot_->setObjectName(QStringLiteral("dynamicPlot"));
+  auto* selectors = new QHBoxLayout;
+  selectors->addWidget(caption(QStringLiteral("Layer:")));
+  selectors->addWidget(dynamicLayer_);
+  selectors->addWidget(dynamicDirection_);
+  selectors->addWidget(dynamicStream_);
+  selectors->addStretch(1);
+  auto* tab = new QWidget;
+  tab->setObjectName(QStringLiteral("dynamicTab"));
+  auto* layout = new QVBoxLayout(tab);
+  layout->addLayout(selectors);
+  layout->addWidget(dynamicPlot_, 1);
+  return tab;
+}
+
+void AttentionPage::setImageList(CaptionModel* images) {
+  images_ = images;
+  imageCombo_->setModel(images);
+  imageCombo_->setModelColumn(CaptionModel::ImageColumn);
+  imageCombo_->setCurrentIndex(-1);
+}
+
+// ---------------------------------------------------------------- tracing
+
+void AttentionPage::openImage(const QString& path) {
+  if (path.isEmpty()) return;
+  path_ = path;
+  error_.clear();
+  int row = -1;
+  for (int r = 0; images_ && r < images_->rowCount(); ++r)
+    if (images_->item(r).path == path) row = r;
+  imageCombo_->setCurrentIndex(row);
+  imageCombo_->setPlaceholderText(QFileInfo(path).fileName());
+  requestTrace();
+}
+
+void AttentionPage::requestTrace() {
+  retraceTimer_.stop();
+  if (path_.isEmpty()) return;
+  const auto captioner = context_->captioner();
+  // Wait for a model, and trace only what a user can see: following the
+  // Caption page's selection costs nothing while this page is hidden.
+  waiting_ = !captioner || !isVisible();
+  if (!waiting_) {
+    tracing_ = true;
+    const int request = ++request_;
+    QMetaObject::invokeMethod(
+        worker_,
+        [worker = worker_, captioner, path = path_, beam = beam_->value(), request] {
+          worker->trace(captioner, path, beam, request);
+        },
+        Qt::QueuedConnection);
+  }
+  updateStatus();
+}
+
+void AttentionPage::showEvent(QShowEvent* event) {
+  StudioPage::showEvent(event);
+  if (waiting_) requestTrace();
+}
+
+void AttentionPage::onTraced(int request, std::shared_ptr<const AttentionTrace> trace) {
+  if (request != request_) return;  // an answer to a request since replaced
+  tracing_ = false;
+  error_.clear();
+  trace_ = std::move(trace);
+  const int keep = word_;
+  words_->setTrace(trace_);
+  fillSelectors();
+  word_ = -1;
+  selectWord(std::clamp(keep, 0, std::max(0, trace_->wordCount() - 1)));
+  updateStaticMap();
+  updateDynamicMap();
+  updateStatus();
+  emit traceReady();
+}
+
+void AttentionPage::onFailed(int request, const QString& error) {
+  if (request != request_) return;
+  tracing_ = false;
+  error_ = error;
+  updateStatus();
+  emit traceFailed(error);
+}
+
+bool AttentionPage::isBusy() const { return tracing_ || (waiting_ && context_->modelLoading()); }
+
+void AttentionPage::fillSelectors() {
+  QStringList layers{QStringLiteral("Mean of layers")}, heads{QStringLiteral("Mean of heads")}, encoder, groups, decoder;
+  for (int l = 0; l < trace_->layers; ++l) layers << QStringLiteral("Layer %1").arg(l + 1);
+  for (int h = 0; h < trace_->heads; ++h) heads << QStringLiteral("Head %1").arg(h + 1);
+  for (size_t l = 0; l < trace_->encoder.size(); ++l) encoder << QStringLiteral("Encoder %1").arg(l + 1);
+  for (size_t g = 0; g < trace_->groups.size(); ++g)
+    groups << QStringLiteral("G%1 (%2 slots)").arg(g + 1).arg(trace_->groups[g]);
+  for (size_t l = 0; l < trace_->decoder.size(); ++l) decoder << QStringLiteral("Decoder %1").arg(l + 1);
+  layerPick_ = std::clamp(layerPick_, -1, trace_->layers - 1);
+  headPick_ = std::clamp(headPick_, -1, trace_->heads - 1);
+  {
+    const QSignalBlocker a(layer_), b(head_);
+    layer_->clear();
+    layer_->addItems(layers);
+    layer_->setCurrentIndex(layerPick_ + 1);
+    head_->clear();
+    head_->addItems(heads);
+    head_->setCurrentIndex(headPick_ + 1);
+  }
+  refill(staticLayer_, encoder);
+  refill(staticGroup_, groups);
+  refill(dynamicLayer_, decoder);
+}
+
+// ---------------------------------------------------------------- selection
+
+void AttentionPage::selectWord(int k) {
+  if (!trace_ || trace_->wordCount() == 0) return;
+  k = std::clamp(k, 0, trace_->wordCount() - 1);
+  const bool changed = k != word_;
+  word_ = k;
+  const QModelIndex index = words_->index(k);
+  if (caption_->currentIndex() != index) caption_->setCurrentIndex(index);
+  if (changed) updateHeatMap();
+}
+
+int AttentionPage::layerChoice() const { return layerPick_; }
+int AttentionPage::headChoice() const { return headPick_; }
+
+void AttentionPage::setLayerChoice(int layer) {
+  layerPick_ = trace_ ? std::clamp(layer, -1, trace_->layers - 1) : layer;
+  if (layer_->currentIndex() != layerPick_ + 1 && layerPick_ + 1 < layer_->count()) layer_->setCurrentIndex(layerPick_ + 1);
+  updateHeatMap();
+}
+
+void AttentionPage::setHeadChoice(int head) {
+  headPick_ = trace_ ? std::clamp(head, -1, trace_->heads - 1) : head;
+  if (head_->currentIndex() != headPick_ + 1 && headPick_ + 1 < head_->count()) head_->setCurrentIndex(headPick_ + 1);
+  updateHeatMap();
+}
+
+void AttentionPage::setStaticSelection(int layer, int group, int direction, int stream) {
+  const QSignalBlocker a(staticLayer_), b(staticGroup_), c(staticDirection_), d(staticStream_);
+  staticLayer_->setCurrentIndex(layer);
+  staticGroup_->setCurrentIndex(group);
+  staticDirection_->setCurrentIndex(direction);
+  staticStream_->setCurrentIndex(stream);
+  updateStaticMap();
+}
+
+void AttentionPage::setDynamicSelection(int layer, int direction, int stream) {
+  const QSignalBlocker a(dynamicLayer_), b(dynamicDirection_), c(dynamicStream_);
+  dynamicLayer_->setCurrentIndex(layer);
+  dynamicDirection_->setCurrentIndex(direction);
+  dynamicStream_->setCurrentIndex(stream);
+  updateDynamicMap();
+}
+
+void AttentionPage::setBeam(int beam) { beam_->setValue(beam); }
+
+void AttentionPage::setSlot(int slot) { slot_->setValue(slot); }
+
+void AttentionPage::keyPressEvent(QKeyEvent* event) {
+  // Keys that no focused control took: step through the caption's words.
+  switch (event->key()) {
+    case Qt::Key_Left: selectWord(word_ - 1); return;
+    case Qt::Key_Right: selectWord(word_ + 1); return;
+    case Qt::Key_Home: selectWord(0); return;
+    case Qt::Key_End: selectWord(trace_ ? trace_->wordCount() - 1 : 0); return;
+    default: StudioPage::keyPressEvent(event);
+  }
+}
+
+// ---------------------------------------------------------------- views
+
+void AttentionPage::updateHeatMap() {
+  if (!trace_ || word_ < 0) return;
+  heatWeights_ = trace_->wordWeights(word_, layerPick_, headPick_);
+  heatImage_ = overlay(*trace_, heatWeights_, opacity_->value() / 100.0);
+  heatView_->setImage(heatImage_);
+  const auto hottest = std::max_element(heatWeights_.begin(), heatWeights_.end());
+  const int cell = int(hottest - heatWeights_.begin());
+  const double logp = trace_->logprobs.value(word_);
+  wordInfo_->setText(QStringLiteral("Word %1 of %2: <b>%3</b> &nbsp; p = %4 &nbsp; | &nbsp; %5, %6 &nbsp; | &nbsp; "
+                                    "most attended cell: row %7, col %8 (weight %9)")
+                         .arg(word_ + 1)
+                         .arg(trace_->wordCount())
+                         .arg(trace_->word(word_).toHtmlEscaped())
+                         .arg(std::exp(logp), 0, 'f', 3)
+                         .arg(layer_->currentText(), head_->currentText().toLower())
+                         .arg(cell / trace_->gridSide + 1)
+                         .arg(cell % trace_->gridSide + 1)
+                         .arg(double(*hottest), 0, 'f', 3));
+}
+
+void AttentionPage::updateStaticMap() {
+  if (!trace_ || trace_->encoder.empty()) return staticPlot_->clearMatrix(QStringLiteral("No trace yet"));
+  const int layer = std::max(0, staticLayer_->currentIndex()), group = std::max(0, staticGroup_->currentIndex());
+  const int direction = staticDirection_->currentIndex(), stream = staticStream_->currentIndex();
+  const int start = groupStart(*trace_, group), size = trace_->groups.at(size_t(group));
+  const TraceExpansion& e = trace_->encoder.at(size_t(layer));
+  const TraceMatrix& full = pick(e, direction, stream);
+  const TraceMatrix block = direction == Backward ? full.colBlock(start, size) : full.rowBlock(start, size);
+  const QString cells = QStringLiteral("grid cell (row-major, %1×%1)").arg(trace_->gridSide);
+  const QString slotAxis = QStringLiteral("slot of group %1").arg(group + 1);
+  ExpansionPlot::Axes axes;
+  axes.x = direction == Backward ? slotAxis : cells;
+  axes.y = direction == Backward ? cells : slotAxis;
+  staticPlot_->showMatrix(block,
+                          QStringLiteral("Encoder %1 · group %2 (%3 slots) · %4")
+                              .arg(layer + 1)
+                              .arg(group + 1)
+                              .arg(size)
+                              .arg(directionName(direction, stream)),
+                          axes, direction == Scores);
+
+  // The chosen slot's forward row: a distribution over the grid (sums to 1).
+  {
+    const QSignalBlocker block(slot_);
+    slot_->setRange(1, size);
+  }
+  const int slot = slot_->value() - 1;
+  const TraceMatrix& forward = stream == StreamA ? e.forwardA : e.forwardB;
+  const TraceMatrix row = forward.rowBlock(start + slot, 1);
+  slotWeights_ = row.values;
+  slotView_->setImage(overlay(*trace_, slotWeights_, 0.5));
+  double total = 0;
+  for (const float w : slotWeights_) total += w;
+  slotInfo_->setText(QStringLiteral("Slot %1 of group %2, stream %3: where it gathers from over the image "
+                                    "(its forward row; weights sum to %4). Click a row of the map to pick a slot.")
+                         .arg(slot + 1)
+                         .arg(group + 1)
+                         .arg(stream == StreamA ? QStringLiteral("a") : QStringLiteral("b"))
+                         .arg(total, 0, 'f', 3));
+}
+
+void AttentionPage::updateDynamicMap() {
+  if (!trace_ || trace_->decoder.empty()) return dynamicPlot_->clearMatrix(QStringLiteral("No trace yet"));
+  const int layer = std::max(0, dynamicLayer_->currentIndex());
+  const int direction = dynamicDirection_->currentIndex(), stream = dynamicStream_->currentIndex();
+  const TraceMatrix& m = pick(trace_->decoder.at(size_t(layer)), direction, stream);
+  const QStringList inputs = trace_->inputWords();
+  const int slotCount = std::max(1, trace_->decoderSlots);
+  QVector<ExpansionPlot::Tick> positions, blocks;
+  for (int t = 0; t < inputs.size(); ++t) {
+    positions.push_back({double(t), inputs.at(t)});
+    blocks.push_back({t * slotCount + (slotCount - 1) / 2.0, inputs.at(t)});  // centre of position t's slot block
+  }
+  ExpansionPlot::Axes axes;
+  const QString byPosition = QStringLiteral("input position (token)");
+  const QString bySlot = QStringLiteral("position × %1 slots").arg(slotCount);
+  const bool backward = direction == Backward;
+  axes.x = backward ? bySlot : byPosition;
+  axes.y = backward ? byPosition : bySlot;
+  axes.xTicks = backward ? blocks : positions;
+  axes.yTicks = backward ? positions : blocks;
+  dynamicPlot_->showMatrix(m, QStringLiteral("Decoder %1 · %2").arg(layer + 1).arg(directionName(direction, stream)),
+                           axes, direction == Scores);
+}
+
+void AttentionPage::updateStatus() {
+  const bool haveModel = bool(context_->captioner());
+  busy_->setVisible(tracing_ || (waiting_ && context_->modelLoading()));
+  saveButton_->setEnabled(bool(trace_));
+  centre_->setCurrentIndex(trace_ ? 1 : 0);
+  QString text;
+  if (!error_.isEmpty())
+    text = QStringLiteral("<span style='color:#b02020'>%1</span>").arg(error_.toHtmlEscaped());
+  else if (tracing_)
+    text = QStringLiteral("Captioning and tracing %1…").arg(QFileInfo(path_).fileName().toHtmlEscaped());
+  else if (waiting_ && context_->modelLoading())
+    text = QStringLiteral("Waiting for the model to load…");
+  else if (!haveModel)
+    text = QStringLiteral("No model loaded: load one on the Caption page");
+  else if (trace_)
+    text = QStringLiteral("%1 (%2×%3): \"%4\" &nbsp; traced in %5 ms")
+               .arg(QFileInfo(trace_->path).fileName().toHtmlEscaped())
+               .arg(trace_->imageWidth)
+               .arg(trace_->imageHeight)
+               .arg(trace_->caption.toHtmlEscaped())
+               .arg(trace_->traceMs, 0, 'f', 0);
+  else
+    text = QStringLiteral("Pick an image");
+  status_->setText(text);
+}
+
+// ---------------------------------------------------------------- saving
+
+QImage AttentionPage::viewImage(View view) const {
+  switch (view) {
+    case View::HeatMap: return heatImage_;
+    case View::StaticExpansion: return tabs_->widget(0)->grab().toImage();
+    case View::DynamicExpansion: return tabs_->widget(1)->grab().toImage();
+    case View::Page: return const_cast<AttentionPage*>(this)->grab().toImage();
+  }
+  return {};
+}
+
+bool AttentionPage::saveView(View view, const QString& file, QString* error) const {
+  const auto fail = [error](const QString& why) {
+    if (error) *error = why;
+    return false;
+  };
+  if (!trace_) return fail(QStringLiteral("nothing to save yet: pick an image first"));
+  const QImage image = viewImage(view);
+  if (image.isNull()) return fail(QStringLiteral("the view is empty"));
+  QByteArray bytes;
+  QBuffer buffer(&bytes);
+  buffer.open(QIODevice::WriteOnly);
+  if (!image.save(&buffer, "PNG")) return fail(QStringLiteral("could not encode the PNG"));
+  try {
+    expnet::write_file_atomic(file.toStdString(), bytes.toStdString());
+  } catch (const std::exception& e) {
+    return fail(QString::fromStdString(e.what()));
+  }
+  return true;
+}
+
+void AttentionPage::saveDialog() {
+  if (!trace_) return;
+  const QStringList filters{QStringLiteral("Heat map of the word (*.png)"),
+                            QStringLiteral("Static expansion map (*.png)"),
+                            QStringLiteral("Dynamic expansion map (*.png)"), QStringLiteral("Whole page (*.png)")};
+  QString chosen = filters[0];
+  QString safe = trace_->word(word_);
+  safe.replace(QRegularExpression(QStringLiteral("[^A-Za-z0-9_-]")), QStringLiteral("_"));
+  const QString suggested = QStringLiteral("%1_word%2_%3.png")
+                                .arg(QFileInfo(trace_->path).completeBaseName())
+                                .arg(word_ + 1, 2, 10, QLatin1Char('0'))
+                                .arg(safe);
+  QString file = QFileDialog::getSaveFileName(this, QStringLiteral("Save view as PNG"), suggested,
+                                              filters.join(QStringLiteral(";;")), &chosen);
+  if (file.isEmpty()) return;
+  if (!file.endsWith(QStringLiteral(".png"), Qt::CaseInsensitive)) file += QStringLiteral(".png");
+  const View view = View(std::max(0, int(filters.indexOf(chosen))));
+  QString error;
+  if (!saveView(view, file, &error)) QMessageBox::warning(this, QStringLiteral("Save failed"), error);
+}
+
+void AttentionPage::openImageDialog() {
+  const QString file = QFileDialog::getOpenFileName(
+      this, QStringLiteral("Open an image"), QFileInfo(path_).absolutePath(),
+      QStringLiteral("Images (*.png *.jpg *.jpeg *.bmp *.gif *.webp *.tif *.tiff *.ppm *.pgm);;All files (*)"));
+  if (!file.isEmpty()) openImage(file);
+}
+
+// ---------------------------------------------------------------- describe, settings
+
+QJsonObject AttentionPage::describe() const {
+  QJsonObject out{{"model_loaded", bool(context_->captioner())}};
+  if (!path_.isEmpty()) out.insert(QStringLiteral("image"), path_);
+  if (!error_.isEmpty()) out.insert(QStringLiteral("error"), error_);
+  if (!trace_) {
+    out.insert(QStringLiteral("message"), QStringLiteral("No trace: load a model on the Caption page and pick an image"));
+    return out;
+  }
+  QJsonArray words;
+  for (int k = 0; k < trace_->wordCount(); ++k) words.append(trace_->word(k));
+  out.insert(QStringLiteral("image"), trace_->path);
+  out.insert(QStringLiteral("image_size"), QJsonArray{trace_->imageWidth, trace_->imageHeight});
+  out.insert(QStringLiteral("caption"), trace_->caption);
+  out.insert(QStringLiteral("words"), words);
+  out.insert(QStringLiteral("beam_size"), beam_->value());
+  out.insert(QStringLiteral("selected_word"),
+             QJsonObject{{"index", word_}, {"text", trace_->word(word_)}, {"log_prob", trace_->logprobs.value(word_)}});
+  out.insert(QStringLiteral("layer"), layerPick_ < 0 ? QJsonValue(QStringLiteral("mean")) : QJsonValue(layerPick_ + 1));
+  out.insert(QStringLiteral("head"), headPick_ < 0 ? QJsonValue(QStringLiteral("mean")) : QJsonValue(headPick_ + 1));
+  out.insert(QStringLiteral("opacity"), opacity_->value() / 100.0);
+  const auto hottest = std::max_element(heatWeights_.begin(), heatWeights_.end());
+  out.insert(QStringLiteral("heat_map"),
+             QJsonObject{{"word", trace_->word(word_)},
+                         {"grid", QJsonArray{trace_->gridSide, trace_->gridSide}},
+                         {"max_weight", hottest == heatWeights_.end() ? 0.0 : double(*hottest)},
+                         {"image_size", QJsonArray{heatImage_.width(), heatImage_.height()}}});
+  QJsonArray maps;
+  for (const ExpansionPlot* plot : {staticPlot_, dynamicPlot_})
+    maps.append(QJsonObject{{"name", plot->mapTitle()},
+                            {"rows", plot->matrixRows()},
+                            {"cols", plot->matrixCols()},
+                            {"shown", plot->isVisible()}});
+  out.insert(QStringLiteral("maps"), maps);
+  out.insert(QStringLiteral("expansion_tab"), tabs_->currentIndex() == 0 ? "static" : "dynamic");
+  out.insert(QStringLiteral("slot"), QJsonObject{{"group", staticGroup_->currentIndex() + 1},
+                                                 {"slot", slot_->value()},
+                                                 {"cells", int(slotWeights_.size())}});
+  return out;
+}
+
+void AttentionPage::restoreSettings() {
+  QSettings s;
+  s.beginGroup(QStringLiteral("attention"));
+  beam_->setValue(s.value(QStringLiteral("beam"), beam_->value()).toInt());
+  opacity_->setValue(s.value(QStringLiteral("opacity"), opacity_->value()).toInt());
+  setLayerChoice(s.value(QStringLiteral("layer"), -1).toInt());
+  setHeadChoice(s.value(QStringLiteral("head"), -1).toInt());
+  staticDirection_->setCurrentIndex(s.value(QStringLiteral("static_direction"), 0).toInt());
+  staticStream_->setCurrentIndex(s.value(QStringLiteral("static_stream"), 0).toInt());
+  dynamicDirection_->setCurrentIndex(s.value(QStringLiteral("dynamic_direction"), 0).toInt());
+  dynamicStream_->setCurrentIndex(s.value(QStringLiteral("dynamic_stream"), 0).toInt());
+  tabs_->setCurrentIndex(s.value(QStringLiteral("tab"), 0).toInt());
+  splitter_->restoreState(s.value(QStringLiteral("splitter")).toByteArray());
+}
+
+void AttentionPage::saveSettings() const {
+  QSettings s;
+  s.beginGroup(QStringLiteral("attention"));
+  s.setValue(QStringLiteral("beam"), beam_->value());
+  s.setValue(QStringLiteral("opacity"), opacity_->value());
+  s.setValue(QStringLiteral("layer"), layerPick_);
+  s.setValue(QStringLiteral("head"), headPick_);
+  s.setValue(QStringLiteral("static_direction"), staticDirection_->currentIndex());
+  s.setValue(QStringLiteral("static_stream"), staticStream_->currentIndex());
+  s.setValue(QStringLiteral("dynamic_direction"), dynamicDirection_->currentIndex());
+  s.setValue(QStringLiteral("dynamic_stream"), dynamicStream_->currentIndex());
+  s.setValue(QStringLiteral("tab"), tabs_->currentIndex());
+  s.setValue(QStringLiteral("splitter"), splitter_->saveState());
+}

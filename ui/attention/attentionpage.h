@@ -1,0 +1,157 @@
+// The Attention page: what the model looked at while writing a caption. Pick
+// an image (from the Caption page's list, or Open) and a word of its caption:
+// the word's cross-attention over the image as a heat map (one decoder layer
+// and head, or their means; adjustable opacity), the caption with the word
+// highlighted (click a word, or step with Left/Right). Beside it the
+// expansion matrices as colour maps: Static Expansion per encoder layer
+// (group, forward/backward/scores, stream a/b; a slot's distribution over the
+// image) and Dynamic Expansion per decoder layer over the caption's tokens.
+// Captioning and tracing run in an AttentionWorker thread with the model the
+// Caption page loaded (StudioContext::captioner()).
+#pragma once
+
+#include <QImage>
+#include <QJsonObject>
+#include <QThread>
+#include <QTimer>
+
+#include <memory>
+#include <vector>
+
+#include "app/studiopage.h"
+#include "attention/attentiontrace.h"
+
+class QComboBox;
+class QLabel;
+class QListView;
+class QProgressBar;
+class QPushButton;
+class QSlider;
+class QSpinBox;
+class QSplitter;
+class QStackedWidget;
+class QTabWidget;
+class AttentionWorker;
+class CaptionModel;
+class ExpansionPlot;
+class ImageView;
+class StudioContext;
+class WordModel;
+
+class AttentionPage : public StudioPage {
+  Q_OBJECT
+ public:
+  // The views "Save PNG" can write.
+  enum class View { HeatMap, StaticExpansion, DynamicExpansion, Page };
+
+  explicit AttentionPage(StudioContext* context, QWidget* parent = nullptr);
+  ~AttentionPage() override;
+
+  QString pageId() const override { return QStringLiteral("attention"); }
+  QString title() const override { return QStringLiteral("Attention"); }
+  QJsonObject describe() const override;
+  bool isBusy() const override;
+  void restoreSettings() override;
+  void saveSettings() const override;
+
+  // The Caption page's images, offered in the image picker.
+  void setImageList(CaptionModel* images);
+
+  std::shared_ptr<const AttentionTrace> trace() const { return trace_; }
+  int selectedWord() const { return word_; }
+  int layerChoice() const;  // -1 = mean over decoder layers
+  int headChoice() const;   // -1 = mean over heads
+  // The weights the heat map shows (grid cells, row-major) and the overlay image.
+  const std::vector<float>& heatWeights() const { return heatWeights_; }
+  QImage heatImage() const { return heatImage_; }
+  ExpansionPlot* staticPlot() const { return staticPlot_; }
+  ExpansionPlot* dynamicPlot() const { return dynamicPlot_; }
+  const std::vector<float>& slotWeights() const { return slotWeights_; }
+
+  // Writes the view as PNG (atomically); false with a reason in `error`.
+  bool saveView(View view, const QString& file, QString* error = nullptr) const;
+
+ public slots:
+  // Captions and traces the image with the shared model (now, or once one is loaded).
+  void openImage(const QString& path);
+  void openImageDialog();
+  // Beam width of the search that writes the traced caption (1 = greedy).
+  void setBeam(int beam);
+  void saveDialog();
+  void selectWord(int k);
+  void setLayerChoice(int layer);  // -1 = mean
+  void setHeadChoice(int head);    // -1 = mean
+  void setStaticSelection(int layer, int group, int direction, int stream);
+  void setDynamicSelection(int layer, int direction, int stream);
+  void setSlot(int slot);
+
+ signals:
+  void traceReady();
+  void traceFailed(const QString& error);
+
+ protected:
+  void keyPressEvent(QKeyEvent* event) override;
+  void showEvent(QShowEvent* event) override;
+
+ private:
+  QWidget* buildTopBar();
+  QWidget* buildHeatPanel();
+  QWidget* buildStaticTab();
+  QWidget* buildDynamicTab();
+  void requestTrace();
+  void onTraced(int request, std::shared_ptr<const AttentionTrace> trace);
+  void onFailed(int request, const QString& error);
+  void fillSelectors();
+  void updateHeatMap();
+  void updateStaticMap();
+  void updateDynamicMap();
+  void updateStatus();
+  QImage viewImage(View view) const;
+
+  StudioContext* context_;
+  QThread thread_;
+  AttentionWorker* worker_;
+  WordModel* words_;
+  CaptionModel* images_ = nullptr;
+  std::shared_ptr<const AttentionTrace> trace_;
+  QString path_;        // the image asked for (traced, tracing or waiting for a model)
+  int request_ = 0;     // id of the latest trace request
+  bool tracing_ = false;
+  bool waiting_ = false;  // path_ not sent yet: no model, or the page was hidden
+  int layerPick_ = -1, headPick_ = -1;  // -1 = mean
+  QString error_;
+  int word_ = -1;
+  std::vector<float> heatWeights_, slotWeights_;
+  QImage heatImage_;
+  QTimer retraceTimer_;
+
+  QComboBox* imageCombo_;
+  QPushButton* openButton_;
+  QSpinBox* beam_;
+  QPushButton* saveButton_;
+  QProgressBar* busy_;
+  QLabel* status_;
+  QStackedWidget* centre_;
+  QLabel* hint_;
+  QSplitter* splitter_;
+  QComboBox* layer_;
+  QComboBox* head_;
+  QSlider* opacity_;
+  QLabel* opacityValue_;
+  ImageView* heatView_;
+  QListView* caption_;
+  QLabel* wordInfo_;
+  QTabWidget* tabs_;
+  QComboBox* staticLayer_;
+  QComboBox* staticGroup_;
+  QComboBox* staticDirection_;
+  QComboBox* staticStream_;
+  ExpansionPlot* staticPlot_;
+  QSpinBox* slot_;
+  ImageView* slotView_;
+  QLabel* slotInfo_;
+  QComboBox* dynamicLayer_;
+  QComboBox* dynamicDirection_;
+  QComboBox* dynamicStream_;
+  ExpansionPlot* dynamicPlot_;
+};

@@ -1,0 +1,93 @@
+#include "attention/attentionworker.h"
+
+#include <c10/core/GradMode.h>
+#include <opencv2/imgproc.hpp>
+
+#include <chrono>
+
+#include "expnet/captioner.h"
+#include "expnet/image.h"
+#include "expnet/trace.h"
+
+namespace {
+// Trace tensors are CPU float and contiguous (trace_caption makes them so).
+TraceMatrix toMatrix(const at::Tensor& t) {
+  TraceMatrix m;
+  if (!t.defined() || t.dim() != 2) return m;
+  const at::Tensor c = t.contiguous();
+  m.rows = int(c.size(0));
+  m.cols = int(c.size(1));
+  const float* data = c.data_ptr<float>();
+  m.values.assign(data, data + c.numel());
+  return m;
+}
+
+TraceExpansion toExpansion(const expnet::ExpansionTrace& e) {
+  return {toMatrix(e.z), toMatrix(e.forward_a), toMatrix(e.forward_b), toMatrix(e.backward_a), toMatrix(e.backward_b)};
+}
+
+// Overlays are drawn at most kDisplaySide pixels on the longest side: a
+// 12-megapixel photo would cost the UI thread far more than it can show.
+cv::Mat displayImage(const cv::Mat& rgb) {
+  const int longest = std::max(rgb.cols, rgb.rows);
+  if (longest <= AttentionTrace::kDisplaySide) return rgb;
+  const double scale = double(AttentionTrace::kDisplaySide) / longest;
+  cv::Mat small;
+  cv::resize(rgb, small, cv::Size(std::max(1, int(rgb.cols * scale + 0.5)), std::max(1, int(rgb.rows * scale + 0.5))),
+             0, 0, cv::INTER_AREA);
+  return small;
+}
+}  // namespace
+
+void AttentionWorker::trace(std::shared_ptr<expnet::Captioner> captioner, const QString& path, int beamSize,
+                            int request) {
+  if (!captioner) {
+    emit failed(request, QStringLiteral("no model loaded: load one on the Caption page"));
+    return;
+  }
+  try {
+    const auto start = std::chrono::steady_clock::now();
+    c10::NoGradGuard noGrad;
+    const cv::Mat rgb = expnet::load_image_rgb(path.toStdString());
+    const at::Tensor input = captioner->preprocess(rgb);
+    // The caption is the best beam hypothesis, as `expnet explain` traces it.
+    expnet::DecodingOptions options;
+    options.beam_size = std::max(1, beamSize);
+    options.search = options.beam_size > 1 ? expnet::SearchKind::Beam : expnet::SearchKind::Greedy;
+    options = captioner->complete(options);
+    auto decoder = captioner->make_decoder(captioner->encode(input), expnet::DecoderKind::Incremental);
+    const auto results = expnet::decode(*decoder, 1, captioner->special_tokens(options.block_bad_endings), options);
+    if (results.empty() || results.front().hypotheses.empty() || results.front().hypotheses.front().tokens.size() < 2)
+      throw std::runtime_error("'" + path.toStdString() + "': the caption is empty, nothing to show");
+    const std::vector<int64_t> tokens = results.front().hypotheses.front().tokens;
+    const expnet::CaptionTrace trace = expnet::trace_caption(*captioner, input, tokens);
+
+    auto out = std::make_shared<AttentionTrace>();
+    const auto& vocab = captioner->vocabulary();
+    out->path = path;
+    out->imageWidth = rgb.cols;
+    out->imageHeight = rgb.rows;
+    out->rgb = displayImage(rgb);
+    for (const int64_t id : tokens) {
+      out->tokens.push_back(id);
+      out->words.push_back(QString::fromStdString(vocab.word(id)));
+    }
+    out->endsWithEos = tokens.back() == vocab.eos_id();
+    out->caption = QString::fromStdString(vocab.decode_text(tokens));
+    const at::Tensor logprobs = trace.token_logprobs.contiguous();
+    out->logprobs = QVector<float>(logprobs.data_ptr<float>(), logprobs.data_ptr<float>() + logprobs.numel());
+    out->gridSide = int(trace.grid_side);
+    out->layers = int(trace.cross_attention.size(1));
+    out->heads = int(trace.cross_attention.size(2));
+    const at::Tensor cross = trace.cross_attention.contiguous();
+    out->cross.assign(cross.data_ptr<float>(), cross.data_ptr<float>() + cross.numel());
+    for (const auto& layer : trace.encoder) out->encoder.push_back(toExpansion(layer));
+    for (const auto& layer : trace.decoder) out->decoder.push_back(toExpansion(layer));
+    for (const int64_t g : captioner->config().num_exp_enc_list) out->groups.push_back(int(g));
+    out->decoderSlots = int(captioner->config().num_exp_dec);
+    out->traceMs = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
+    emit traced(request, std::move(out));
+  } catch (const std::exception& e) {
+    emit failed(request, QString::fromStdString(e.what()));
+  }
+}

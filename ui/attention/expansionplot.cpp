@@ -1,0 +1,121 @@
+#include "attention/expansionplot.h"
+
+#include <algorithm>
+#include <cmath>
+
+namespace {
+// Matplotlib's viridis at ten evenly spaced stops: readable in grey scale and
+// for the common colour-vision deficiencies, unlike jet.
+QCPColorGradient viridis() {
+  static const char* stops[] = {"#440154", "#482878", "#3e4989", "#31688e", "#26828e",
+                                "#1f9e89", "#35b779", "#6ece58", "#b5de2b", "#fde725"};
+  QCPColorGradient g;
+  g.clearColorStops();
+  for (int i = 0; i < 10; ++i) g.setColorStopAt(i / 9.0, QColor(stops[i]));
+  g.setLevelCount(256);
+  return g;
+}
+
+QCPColorGradient blueWhiteRed() {
+  QCPColorGradient g;
+  g.clearColorStops();
+  g.setColorStopAt(0.0, QColor("#2166ac"));
+  g.setColorStopAt(0.25, QColor("#92c5de"));
+  g.setColorStopAt(0.5, QColor("#f7f7f7"));
+  g.setColorStopAt(0.75, QColor("#f4a582"));
+  g.setColorStopAt(1.0, QColor("#b2182b"));
+  g.setLevelCount(256);
+  return g;
+}
+}  // namespace
+
+ExpansionPlot::ExpansionPlot(QWidget* parent) : QCustomPlot(parent) {
+  setMinimumSize(320, 240);
+  plotLayout()->insertRow(0);
+  titleElement_ = new QCPTextElement(this, QString(), QFont(font().family(), 10, QFont::Bold));
+  plotLayout()->addElement(0, 0, titleElement_);
+  map_ = new QCPColorMap(xAxis, yAxis);
+  map_->setInterpolate(false);  // one flat cell per matrix entry
+  scale_ = new QCPColorScale(this);
+  plotLayout()->addElement(1, 1, scale_);
+  scale_->setType(QCPAxis::atRight);
+  scale_->setBarWidth(14);
+  map_->setColorScale(scale_);
+  auto* margins = new QCPMarginGroup(this);
+  axisRect()->setMarginGroup(QCP::msBottom | QCP::msTop, margins);
+  scale_->setMarginGroup(QCP::msBottom | QCP::msTop, margins);
+  yAxis->setRangeReversed(true);  // row 0 at the top, as matrices are read
+  xAxis->grid()->setVisible(false);
+  yAxis->grid()->setVisible(false);
+  axisRect()->setBackground(QColor(0xf0, 0xf0, 0xf0));
+}
+
+void ExpansionPlot::setTicks(QCPAxis* axis, const QVector<Tick>& ticks, int count) {
+  if (ticks.isEmpty()) {
+    // Whole indices only (rows and columns are numbered from 0), about 8 of them.
+    double step = 1;
+    while (count / step > 10) step *= (QString::number(step).startsWith(QLatin1Char('2')) ? 2.5 : 2);
+    QSharedPointer<QCPAxisTickerFixed> numbers(new QCPAxisTickerFixed);
+    numbers->setTickStep(std::max(1.0, std::round(step)));
+    numbers->setScaleStrategy(QCPAxisTickerFixed::ssNone);
+    axis->setTicker(numbers);
+    axis->setSubTicks(false);
+    return;
+  }
+  QSharedPointer<QCPAxisTickerText> text(new QCPAxisTickerText);
+  for (const auto& tick : ticks) text->addTick(tick.position, tick.label);
+  axis->setTicker(text);
+  axis->setSubTicks(false);
+}
+
+void ExpansionPlot::showMatrix(const TraceMatrix& matrix, const QString& title, const Axes& axes, bool signedValues) {
+  title_ = title;
+  rows_ = matrix.rows;
+  cols_ = matrix.cols;
+  titleElement_->setText(title);
+  map_->data()->setSize(cols_, rows_);
+  // Cell centres at integer coordinates: cell (col, row) spans col +- 0.5.
+  map_->data()->setRange(QCPRange(0, std::max(cols_ - 1, 0)), QCPRange(0, std::max(rows_ - 1, 0)));
+  float low = 0, high = 0;
+  for (int r = 0; r < rows_; ++r)
+    for (int c = 0; c < cols_; ++c) {
+      const float v = matrix.at(r, c);
+      map_->data()->setCell(c, r, v);
+      low = std::min(low, v);
+      high = std::max(high, v);
+    }
+  if (signedValues) {
+    const double bound = std::max({std::fabs(double(low)), std::fabs(double(high)), 1e-9});
+    map_->setGradient(blueWhiteRed());
+    map_->setDataRange(QCPRange(-bound, bound));
+  } else {
+    map_->setGradient(viridis());
+    map_->setDataRange(QCPRange(0, std::max(double(high), 1e-9)));
+  }
+  xAxis->setLabel(axes.x);
+  yAxis->setLabel(axes.y);
+  setTicks(xAxis, axes.xTicks, cols_);
+  setTicks(yAxis, axes.yTicks, rows_);
+  xAxis->setTickLabelRotation(axes.xTicks.isEmpty() ? 0 : 60);
+  xAxis->setRange(-0.5, cols_ - 0.5);
+  yAxis->setRange(-0.5, rows_ - 0.5);
+  map_->setVisible(rows_ > 0 && cols_ > 0);
+  replot();
+}
+
+void ExpansionPlot::clearMatrix(const QString& message) {
+  title_.clear();
+  rows_ = cols_ = 0;
+  map_->data()->clear();
+  map_->setVisible(false);
+  titleElement_->setText(message);
+  replot();
+}
+
+void ExpansionPlot::mousePressEvent(QMouseEvent* event) {
+  QCustomPlot::mousePressEvent(event);
+  if (rows_ == 0 || !axisRect()->rect().contains(event->pos())) return;
+  const int col = int(std::lround(xAxis->pixelToCoord(event->pos().x())));
+  const int row = int(std::lround(yAxis->pixelToCoord(event->pos().y())));
+  if (row >= 0 && row < rows_ && col >= 0 && col < cols_) emit cellClicked(row, col);
+}
