@@ -1,5 +1,6 @@
 #include "attention/attentionpage.h"
 
+#include <QApplication>
 #include <QBuffer>
 #include <QComboBox>
 #include <QFileDialog>
@@ -147,6 +148,7 @@ AttentionPage::AttentionPage(StudioContext* context, QWidget* parent)
   centre_->addWidget(hint_);
   centre_->addWidget(splitter_);
 
+  setFocusPolicy(Qt::StrongFocus);  // arrow keys that no control takes reach keyPressEvent
   auto* layout = new QVBoxLayout(this);
   layout->setContentsMargins(12, 12, 12, 8);
   layout->addWidget(buildTopBar());
@@ -251,6 +253,7 @@ QWidget* AttentionPage::buildHeatPanel() {
 
   heatView_ = new ImageView;
   heatView_->setObjectName(QStringLiteral("heatMap"));
+  heatView_->setFocusPolicy(Qt::ClickFocus);  // a click on the map, then Left/Right steps the words
   heatView_->setToolTip(QStringLiteral("Cross-attention of the selected word over the image grid: each cell's "
                                        "weight divided by the largest (red = most attended, blue = none)"));
 
@@ -435,6 +438,8 @@ void AttentionPage::onTraced(int request, std::shared_ptr<const AttentionTrace> 
   updateStaticMap();
   updateDynamicMap();
   updateStatus();
+  // Ready for Left/Right at once, unless the user is working in another control of the page.
+  if (isVisible() && !isAncestorOf(QApplication::focusWidget())) caption_->setFocus();
   emit traceReady();
 }
 
