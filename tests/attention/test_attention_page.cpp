@@ -244,6 +244,17 @@ class TestAttentionPage : public QObject {
 
     const QJsonObject d = page.describe();
     QCOMPARE(d.value("caption").toString(), trace->caption);
+
+    // A file that cannot be read: its error is shown, the last trace stays.
+    QSignalSpy failed(&page, &AttentionPage::traceFailed);
+    const QString missing = dir + "/missing.png";
+    page.openImage(missing);
+    QTRY_VERIFY_WITH_TIMEOUT(!page.isBusy(), kWaitMs);
+    QCOMPARE(failed.count(), 1);
+    QVERIFY2(failed.at(0).at(0).toString().contains("missing.png"), qPrintable(failed.at(0).at(0).toString()));
+    QCOMPARE(page.trace(), trace);
+    QCOMPARE(page.describe().value("requested_image").toString(), missing);
+    QVERIFY(page.describe().value("error").toString().contains("missing.png"));
     QCOMPARE(d.value("maps").toArray().size(), 2);
     QCOMPARE(d.value("maps").toArray().at(1).toObject().value("rows").toInt(), int(ref.decoder[0].backward_b.size(0)));
   }

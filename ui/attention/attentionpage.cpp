@@ -722,6 +722,8 @@ QJsonObject AttentionPage::describe() const {
   QJsonArray words;
   for (int k = 0; k < trace_->wordCount(); ++k) words.append(trace_->word(k));
   out.insert(QStringLiteral("image"), trace_->path);
+  // A later request that failed (or is still running) leaves the last trace on screen.
+  if (path_ != trace_->path) out.insert(QStringLiteral("requested_image"), path_);
   out.insert(QStringLiteral("image_size"), QJsonArray{trace_->imageWidth, trace_->imageHeight});
   out.insert(QStringLiteral("caption"), trace_->caption);
   out.insert(QStringLiteral("words"), words);
