@@ -25,6 +25,8 @@
 #include <QTabWidget>
 #include <QVBoxLayout>
 
+#include <opencv2/imgproc.hpp>
+
 #include <algorithm>
 #include <cmath>
 
@@ -100,6 +102,15 @@ int groupStart(const AttentionTrace& trace, int group) {
   int start = 0;
   for (int g = 0; g < group && g < int(trace.groups.size()); ++g) start += trace.groups[size_t(g)];
   return start;
+}
+
+// The heat map's colour scale: the JET colormap the engine's overlay uses, 0 on the left.
+QPixmap jetLegend(int width, int height) {
+  cv::Mat ramp(1, 256, CV_8U);
+  for (int i = 0; i < 256; ++i) ramp.at<uchar>(0, i) = uchar(i);
+  cv::Mat bgr;
+  cv::applyColorMap(ramp, bgr, cv::COLORMAP_JET);
+  return QPixmap::fromImage(fromBgr(bgr).scaled(width, height));
 }
 
 void refill(QComboBox* box, const QStringList& items) {
@@ -257,6 +268,16 @@ QWidget* AttentionPage::buildHeatPanel() {
   heatView_->setToolTip(QStringLiteral("Cross-attention of the selected word over the image grid: each cell's "
                                        "weight divided by the largest (red = most attended, blue = none)"));
 
+  heatLegend_ = new QLabel;
+  heatLegend_->setPixmap(jetLegend(160, 10));
+  heatLegend_->setToolTip(QStringLiteral("Heat map colours: weight / largest weight of the map"));
+  heatMaximum_ = new QLabel;
+  auto* legend = new QHBoxLayout;
+  legend->addWidget(caption(QStringLiteral("Weight:  0")));
+  legend->addWidget(heatLegend_);
+  legend->addWidget(heatMaximum_);
+  legend->addStretch(1);
+
   caption_ = new QListView;
   caption_->setObjectName(QStringLiteral("caption"));
   caption_->setModel(words_);
@@ -267,7 +288,7 @@ QWidget* AttentionPage::buildHeatPanel() {
   caption_->setUniformItemSizes(false);
   caption_->setSelectionMode(QAbstractItemView::SingleSelection);
   caption_->setEditTriggers(QAbstractItemView::NoEditTriggers);
-  caption_->setFixedHeight(104);  // three lines of words; longer captions scroll
+  caption_->setFixedHeight(72);  // fitCaptionHeight() adapts it to the caption
   caption_->setToolTip(QStringLiteral("The caption: click a word, or step with Left/Right"));
   caption_->setStyleSheet(QStringLiteral(
       "QListView#caption { font-size: 13pt; background: #f6f8fa; border: 1px solid #c8d0d8; border-radius: 4px; }"
@@ -286,6 +307,7 @@ QWidget* AttentionPage::buildHeatPanel() {
   auto* layout = new QVBoxLayout(box);
   layout->addLayout(controls);
   layout->addWidget(heatView_, 1);
+  layout->addLayout(legend);
   layout->addWidget(caption_);
   layout->addWidget(wordInfo_);
   return box;
@@ -425,6 +447,22 @@ void AttentionPage::showEvent(QShowEvent* event) {
   if (waiting_) requestTrace();
 }
 
+void AttentionPage::resizeEvent(QResizeEvent* event) {
+  StudioPage::resizeEvent(event);
+  QTimer::singleShot(0, this, &AttentionPage::fitCaptionHeight);  // once the view has its new width
+}
+
+// As tall as the wrapped caption, at most four lines; longer captions scroll.
+void AttentionPage::fitCaptionHeight() {
+  const int count = words_->rowCount();
+  if (count == 0) return;
+  caption_->doItemsLayout();
+  const QRect first = caption_->visualRect(words_->index(0)), last = caption_->visualRect(words_->index(count - 1));
+  const int line = first.height() + 2 * caption_->spacing();
+  const int lines = std::clamp((last.bottom() - first.top()) / std::max(1, line) + 1, 1, 4);
+  caption_->setFixedHeight(lines * line + 2 * caption_->frameWidth() + 2 * caption_->spacing());
+}
+
 void AttentionPage::onTraced(int request, std::shared_ptr<const AttentionTrace> trace) {
   if (request != request_) return;  // an answer to a request since replaced
   tracing_ = false;
@@ -438,6 +476,7 @@ void AttentionPage::onTraced(int request, std::shared_ptr<const AttentionTrace> 
   updateStaticMap();
   updateDynamicMap();
   updateStatus();
+  fitCaptionHeight();
   // Ready for Left/Right at once, unless the user is working in another control of the page.
   if (isVisible() && !isAncestorOf(QApplication::focusWidget())) caption_->setFocus();
   emit traceReady();
@@ -545,6 +584,7 @@ void AttentionPage::updateHeatMap() {
   heatView_->setImage(heatImage_);
   const auto hottest = std::max_element(heatWeights_.begin(), heatWeights_.end());
   const int cell = int(hottest - heatWeights_.begin());
+  heatMaximum_->setText(QStringLiteral("%1 (the map's largest)").arg(double(*hottest), 0, 'f', 3));
   const double logp = trace_->logprobs.value(word_);
   wordInfo_->setText(QStringLiteral("Word %1 of %2: <b>%3</b> &nbsp; p = %4 &nbsp; | &nbsp; %5, %6 &nbsp; | &nbsp; "
                                     "most attended cell: row %7, col %8 (weight %9)")

@@ -92,6 +92,7 @@ class AttentionPage : public StudioPage {
  protected:
   void keyPressEvent(QKeyEvent* event) override;
   void showEvent(QShowEvent* event) override;
+  void resizeEvent(QResizeEvent* event) override;
 
  private:
   QWidget* buildTopBar();
@@ -106,6 +107,7 @@ class AttentionPage : public StudioPage {
   void updateStaticMap();
   void updateDynamicMap();
   void updateStatus();
+  void fitCaptionHeight();
   QImage viewImage(View view) const;
 
   StudioContext* context_;
@@ -139,6 +141,8 @@ class AttentionPage : public StudioPage {
   QSlider* opacity_;
   QLabel* opacityValue_;
   ImageView* heatView_;
+  QLabel* heatLegend_;
+  QLabel* heatMaximum_;
   QListView* caption_;
   QLabel* wordInfo_;
   QTabWidget* tabs_;
