@@ -211,8 +211,7 @@ QWidget* AttentionPage::buildTopBar() {
   status_->setObjectName(QStringLiteral("status"));
   status_->setTextFormat(Qt::RichText);
   status_->setTextInteractionFlags(Qt::TextSelectableByMouse);
-  status_->setWordWrap(true);
-  // A long caption must not widen the window: the label takes the room left.
+  // A long file name or error must not widen the window: the label takes the room left.
   status_->setSizePolicy(QSizePolicy::Ignored, QSizePolicy::Preferred);
 
   auto* bar = new QWidget;
@@ -346,10 +345,8 @@ QWidget* AttentionPage::buildStaticTab() {
   slotInfo_->setWordWrap(true);
   slotInfo_->setSizePolicy(QSizePolicy::Ignored, QSizePolicy::Preferred);
 
-  auto* selectors = new QHBoxLayout;
-  selectors->addWidget(caption(QStringLiteral("Layer:")));
+  auto* selectors = new QHBoxLayout;  // the items name themselves ("Encoder 1", "G2 (8 slots)")
   selectors->addWidget(staticLayer_);
-  selectors->addWidget(caption(QStringLiteral("Group:")));
   selectors->addWidget(staticGroup_);
   selectors->addWidget(staticDirection_);
   selectors->addWidget(staticStream_);
@@ -388,7 +385,6 @@ QWidget* AttentionPage::buildDynamicTab() {
   dynamicPlot_ = new ExpansionPlot;
   dynamicPlot_->setObjectName(QStringLiteral("dynamicPlot"));
   auto* selectors = new QHBoxLayout;
-  selectors->addWidget(caption(QStringLiteral("Layer:")));
   selectors->addWidget(dynamicLayer_);
   selectors->addWidget(dynamicDirection_);
   selectors->addWidget(dynamicStream_);
@@ -678,15 +674,17 @@ void AttentionPage::updateStatus() {
   else if (!haveModel)
     text = QStringLiteral("No model loaded: load one on the Caption page");
   else if (trace_)
-    text = QStringLiteral("%1 (%2×%3): \"%4\" &nbsp; traced in %5 ms")
+    // The caption itself is in the word view below; here only what fits one line.
+    text = QStringLiteral("<b>%1</b> (%2×%3) · %4 words · captioned and traced in %5 ms")
                .arg(QFileInfo(trace_->path).fileName().toHtmlEscaped())
                .arg(trace_->imageWidth)
                .arg(trace_->imageHeight)
-               .arg(trace_->caption.toHtmlEscaped())
+               .arg(trace_->wordCount())
                .arg(trace_->traceMs, 0, 'f', 0);
   else
     text = QStringLiteral("Pick an image");
   status_->setText(text);
+  status_->setToolTip(trace_ && error_.isEmpty() ? trace_->caption : error_);
 }
 
 // ---------------------------------------------------------------- saving
