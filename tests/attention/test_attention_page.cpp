@@ -259,6 +259,26 @@ class TestAttentionPage : public QObject {
     QCOMPARE(d.value("maps").toArray().at(1).toObject().value("rows").toInt(), int(ref.decoder[0].backward_b.size(0)));
   }
 
+  void aNewerImageReplacesTheOneBeingTraced() {
+    StudioContext context;
+    context.setCaptioner(captioner_);
+    AttentionPage page(&context);
+    page.show();
+    QVERIFY(QTest::qWaitForWindowExposed(&page));
+    const QString dir = expnet_test::makeTempDir("attention_replace");
+    QVERIFY(QFile::copy(image_, dir + "/first.png"));
+    QVERIFY(QFile::copy(image_, dir + "/second.png"));
+    QSignalSpy ready(&page, &AttentionPage::traceReady);
+    QSignalSpy failed(&page, &AttentionPage::traceFailed);
+    page.openImage(dir + "/first.png");
+    page.openImage(dir + "/second.png");
+    QTRY_VERIFY_WITH_TIMEOUT(!page.isBusy(), kWaitMs);
+    QTest::qWait(50);  // a stale answer, if any were sent, would arrive now
+    QCOMPARE(ready.count(), 1);
+    QCOMPARE(failed.count(), 0);
+    QCOMPARE(page.trace()->path, dir + "/second.png");
+  }
+
   void screenshotShowsTheTracedWord() {
     const QString dir = expnet_test::makeTempDir("attention_screenshot");
     const QString png = dir + "/attention.png";

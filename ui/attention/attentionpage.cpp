@@ -174,6 +174,7 @@ AttentionPage::AttentionPage(StudioContext* context, QWidget* parent)
 }
 
 AttentionPage::~AttentionPage() {
+  worker_->supersede(-1);  // stop a running search at its next step
   thread_.quit();
   thread_.wait();
 }
@@ -428,6 +429,7 @@ void AttentionPage::requestTrace() {
   if (!waiting_) {
     tracing_ = true;
     const int request = ++request_;
+    worker_->supersede(request);
     QMetaObject::invokeMethod(
         worker_,
         [worker = worker_, captioner, path = path_, beam = beam_->value(), request] {

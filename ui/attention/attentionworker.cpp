@@ -10,6 +10,9 @@
 #include "expnet/trace.h"
 
 namespace {
+// Thrown from on_step to leave a search whose result nobody will show.
+struct Superseded {};
+
 // Trace tensors are CPU float and contiguous (trace_caption makes them so).
 TraceMatrix toMatrix(const at::Tensor& t) {
   TraceMatrix m;
@@ -45,6 +48,7 @@ void AttentionWorker::trace(std::shared_ptr<expnet::Captioner> captioner, const 
     emit failed(request, QStringLiteral("no model loaded: load one on the Caption page"));
     return;
   }
+  if (request != latest_.load()) return;  // replaced while queued
   try {
     const auto start = std::chrono::steady_clock::now();
     c10::NoGradGuard noGrad;
@@ -55,6 +59,9 @@ void AttentionWorker::trace(std::shared_ptr<expnet::Captioner> captioner, const 
     options.beam_size = std::max(1, beamSize);
     options.search = options.beam_size > 1 ? expnet::SearchKind::Beam : expnet::SearchKind::Greedy;
     options = captioner->complete(options);
+    options.on_step = [this, request](const expnet::StepUpdate&) {
+      if (request != latest_.load()) throw Superseded{};
+    };
     auto decoder = captioner->make_decoder(captioner->encode(input), expnet::DecoderKind::Incremental);
     const auto results = expnet::decode(*decoder, 1, captioner->special_tokens(options.block_bad_endings), options);
     if (results.empty() || results.front().hypotheses.empty() || results.front().hypotheses.front().tokens.size() < 2)
@@ -87,6 +94,8 @@ void AttentionWorker::trace(std::shared_ptr<expnet::Captioner> captioner, const 
     out->decoderSlots = int(captioner->config().num_exp_dec);
     out->traceMs = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
     emit traced(request, std::move(out));
+  } catch (const Superseded&) {
+    // The page no longer waits for this request: nothing to report.
   } catch (const std::exception& e) {
     emit failed(request, QString::fromStdString(e.what()));
   }

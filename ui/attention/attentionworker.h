@@ -8,6 +8,7 @@
 #include <QObject>
 #include <QString>
 
+#include <atomic>
 #include <memory>
 
 #include "attention/attentiontrace.h"
@@ -21,6 +22,10 @@ class AttentionWorker : public QObject {
  public:
   using QObject::QObject;
 
+  // Thread-safe: requests older than `request` are abandoned at their next
+  // decoding step (a newer image was picked, or the page is closing).
+  void supersede(int request) { latest_ = request; }
+
   // Run in the worker's thread. `request` comes back with the result so the
   // page can drop answers to requests it has since replaced.
   void trace(std::shared_ptr<expnet::Captioner> captioner, const QString& path, int beamSize, int request);
@@ -28,4 +33,7 @@ class AttentionWorker : public QObject {
  signals:
   void traced(int request, std::shared_ptr<const AttentionTrace> trace);
   void failed(int request, const QString& error);
+
+ private:
+  std::atomic<int> latest_{0};
 };

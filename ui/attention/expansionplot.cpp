@@ -62,8 +62,12 @@ void ExpansionPlot::setTicks(QCPAxis* axis, const QVector<Tick>& ticks, int coun
     axis->setSubTicks(false);
     return;
   }
+  // Word labels stay legible: at most kMaxLabels per axis (every k-th word of
+  // a long caption), since a plot is a few hundred pixels high.
+  constexpr int kMaxLabels = 30;
+  const int stride = (int(ticks.size()) + kMaxLabels - 1) / kMaxLabels;
   QSharedPointer<QCPAxisTickerText> text(new QCPAxisTickerText);
-  for (const auto& tick : ticks) text->addTick(tick.position, tick.label);
+  for (int i = 0; i < ticks.size(); i += stride) text->addTick(ticks[i].position, ticks[i].label);
   axis->setTicker(text);
   axis->setSubTicks(false);
 }
