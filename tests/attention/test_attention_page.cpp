@@ -10,7 +10,9 @@
 #include <QJsonDocument>
 #include <QJsonObject>
 #include <QListView>
+#include <QSettings>
 #include <QSignalSpy>
+#include <QSpinBox>
 #include <QSlider>
 #include <QTimer>
 #include <QtTest>
@@ -257,6 +259,32 @@ class TestAttentionPage : public QObject {
     QVERIFY(page.describe().value("error").toString().contains("missing.png"));
     QCOMPARE(d.value("maps").toArray().size(), 2);
     QCOMPARE(d.value("maps").toArray().at(1).toObject().value("rows").toInt(), int(ref.decoder[0].backward_b.size(0)));
+  }
+
+  void settingsAreRemembered() {
+    QCoreApplication::setOrganizationName("expnet-test");  // not the user's settings
+    QCoreApplication::setApplicationName("test_attention_page");
+    QSettings().clear();
+    StudioContext context;
+    {
+      AttentionPage page(&context);
+      page.setBeam(3);
+      page.findChild<QSlider*>("opacity")->setValue(70);
+      page.setLayerChoice(1);
+      page.setHeadChoice(2);
+      page.findChild<QComboBox*>("staticDirection")->setCurrentIndex(1);
+      page.findChild<QComboBox*>("dynamicStream")->setCurrentIndex(1);
+      page.saveSettings();
+    }
+    AttentionPage page(&context);
+    page.restoreSettings();
+    QCOMPARE(page.findChild<QSpinBox*>("beam")->value(), 3);
+    QCOMPARE(page.findChild<QSlider*>("opacity")->value(), 70);
+    QCOMPARE(page.layerChoice(), 1);
+    QCOMPARE(page.headChoice(), 2);
+    QCOMPARE(page.findChild<QComboBox*>("staticDirection")->currentIndex(), 1);
+    QCOMPARE(page.findChild<QComboBox*>("dynamicStream")->currentIndex(), 1);
+    QSettings().clear();
   }
 
   void aNewerImageReplacesTheOneBeingTraced() {
