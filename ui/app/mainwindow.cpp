@@ -13,6 +13,7 @@
 #include "app/studiopage.h"
 #include "caption/captionpage.h"
 #include "common/notyetpage.h"
+#include "training/trainingpage.h"
 
 namespace {
 // Pages whose capability lands with a later issue. Each says so, and names it.
@@ -51,10 +52,7 @@ MainWindow::MainWindow(StudioContext* context, QWidget* parent)
                  "Cross-attention of each word over the image as a heat map, and the Static and Dynamic "
                  "Expansion length-transformation maps.",
                  "Needs the decoding engine's traces (issues: Decoding engine; Studio)."));
-  addPage(notYet("training", "Training",
-                 "Launch the four-stage recipe in a child process and follow it live: loss, learning rate, "
-                 "CIDEr-D and BLEU-4 curves, ETA, log and sample captions.",
-                 "Needs the training engine (issues: Training; Studio)."));
+  addPage(new TrainingPage(context_));
   addPage(notYet("datasets", "Datasets",
                  "Browse caption datasets (COCO/Karpathy, CSV, JSON Lines, the built-in shapes set) with "
                  "statistics and per-sample evaluation.",
