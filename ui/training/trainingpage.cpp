@@ -633,6 +633,11 @@ void TrainingPage::launch(const QString& configPath, bool resume) {
   haveProgress_ = false;
   lastExitCode_ = -1;
   log_->clear();
+  // Nothing of the previously shown run stays on screen.
+  snapshot_ = RunSnapshot();
+  charts_->clear();
+  samples_->setSamples({});
+  runTitle_->setText(QStringLiteral("%1 — starting").arg(runName));
   process_->start(configPath, out, resume, threads_->value());
   showMessage(resume ? QStringLiteral("Resuming %1…").arg(runName) : QStringLiteral("Starting %1…").arg(runName), false);
   // The run appears in the store once the trainer has prepared its data.
