@@ -328,8 +328,8 @@ QWidget* TrainingPage::buildMonitor() {
   progressBar_->setObjectName(QStringLiteral("progress"));
   progressBar_->setRange(0, 1000);
   progressBar_->setValue(0);
-  progressBar_->setFormat(QStringLiteral("%p%"));
-  progressBar_->setMaximumWidth(260);
+  progressBar_->setTextVisible(false);  // the percentage leads the label beside it (readable on any style)
+  progressBar_->setFixedWidth(220);
   progressBar_->setToolTip(QStringLiteral("Epochs done over all stages"));
   progressLabel_ = new QLabel;
   progressLabel_->setObjectName(QStringLiteral("progressText"));
@@ -746,6 +746,16 @@ void TrainingPage::onSnapshot(const RunSnapshot& snapshot) {
   emit snapshotUpdated();
 }
 
+TrainingPage::StepsPerEpoch TrainingPage::countSteps(int stage, int epoch) const {
+  StepsPerEpoch out;
+  for (auto it = snapshot_.steps.rbegin(); it != snapshot_.steps.rend(); ++it) {
+    if (it->stage < stage || (it->stage == stage && it->epoch < epoch)) break;  // rows are in step order
+    if (it->stage != stage || it->epoch != epoch) continue;
+    if (out.steps++ == 0) out.imagesPerSecond = it->images_per_s;  // the latest figure of the epoch
+  }
+  return out;
+}
+
 void TrainingPage::updateProgress() {
   if (!snapshot_.found) {
     if (process_->isRunning())
@@ -781,7 +791,28 @@ void TrainingPage::updateProgress() {
     }
     const bool liveBar = haveProgress_ && process_->isRunning() && lastProgress_.total > 0 &&
                          lastProgress_.stage == snapshot_.stageNames.value(stage) && lastProgress_.epoch == epoch + 1;
-    if (liveBar) within = double(lastProgress_.done) / lastProgress_.total;
+    // Without the trainer's own bar (a run followed from the store): the step
+    // rows of this epoch over the steps of a whole one.
+    const QJsonObject stageConfig = stages.at(stage).toObject();
+    const int accumulate = std::max(1, stageConfig.value(QStringLiteral("accumulate")).toInt(1));
+    const int stepImages = accumulate * std::max(1, stageConfig.value(QStringLiteral("batch")).toInt(1));
+    const StepsPerEpoch counted = countSteps(stage, epoch);
+    int perEpoch = 0;
+    if (const int cap = stageConfig.value(QStringLiteral("max_batches_per_epoch")).toInt(0); cap > 0)
+      perEpoch = (cap + accumulate - 1) / accumulate;
+    else if (epoch > 0)
+      perEpoch = countSteps(stage, epoch - 1).steps;
+    if (liveBar)
+      within = double(lastProgress_.done) / lastProgress_.total;
+    else if (perEpoch > 0)
+      within = std::min(1.0, double(counted.steps) / perEpoch);
+    // Rough ETA of this stage alone, from the trainer's images/s (validations not counted).
+    stageEtaSeconds_ = -1;
+    if (perEpoch > 0 && counted.imagesPerSecond > 0 && stage < epochs.size()) {
+      const double remainingSteps = double(epochs[stage] - epoch - 1) * perEpoch + std::max(0, perEpoch - counted.steps);
+      stageEtaSeconds_ = remainingSteps > 0 ? remainingSteps * stepImages / counted.imagesPerSecond : -1;
+    }
+    const bool validating = status == "running" && perEpoch > 0 && counted.steps >= perEpoch;
     for (int i = 0; i < stage && i < epochs.size(); ++i) done += epochs[i];
     done += epoch + within;
     const QString stageName = snapshot_.stageNames.value(stage, QString::number(stage + 1));
@@ -792,6 +823,7 @@ void TrainingPage::updateProgress() {
                   .arg(epochs.size())
                   .arg(std::min(epoch + 1, epochs[stage]))
                   .arg(epochs[stage]);
+    if (validating && !liveBar) where += QStringLiteral(" · validating");
     if (liveBar)
       where += QStringLiteral(" · batch %1/%2 · %3 img/s")
                    .arg(lastProgress_.done)
@@ -817,13 +849,16 @@ void TrainingPage::updateProgress() {
     text = QStringLiteral("Finished: %1 optimizer steps, %2 validations").arg(snapshot_.steps.size()).arg(snapshot_.validations.size());
   else if (status == "interrupted")
     text = QStringLiteral("Interrupted at %1: Resume continues from the last checkpoint").arg(where);
+  else if (live && etaSeconds_ >= 0)
+    text = where + QStringLiteral(" · ETA %1").arg(formatSeconds(etaSeconds_));
+  else if (live && stageEtaSeconds_ >= 0)
+    text = where + QStringLiteral(" · this stage ends in ~%1").arg(formatSeconds(stageEtaSeconds_));
   else if (live)
-    text = where + (etaSeconds_ >= 0 ? QStringLiteral(" · ETA %1").arg(formatSeconds(etaSeconds_))
-                                     : QStringLiteral(" · ETA after the next progress"));
+    text = where + QStringLiteral(" · ETA after the next progress");
   else
     text = where.isEmpty() ? QString::fromStdString(status) : where;
   progressText_ = text;
-  progressLabel_->setText(text);
+  progressLabel_->setText(QStringLiteral("%1% · %2").arg(int(std::floor(fraction_ * 100))).arg(text));
   progressLabel_->setToolTip(QStringLiteral("ETA: the pace since the page started following this run, over all stages "
                                             "(stages differ in speed: SCST is slower than XE)"));
 }
@@ -837,7 +872,11 @@ void TrainingPage::updateButtons() {
   // A finished run has nothing left to resume.
   const bool finishedHere = snapshot_.found && snapshot_.run.status == "finished" &&
                             QDir(QString::fromStdString(snapshot_.run.out_dir)).canonicalPath() == QDir(out).canonicalPath();
-  resumeButton_->setEnabled(!running && hasCheckpoint(out) && !finishedHere);
+  // Another trainer writing this run right now (its WAL changed lately): a second one must not start.
+  const bool trainedElsewhere =
+      !running && snapshot_.found && snapshot_.run.status == "running" &&
+      QFileInfo(snapshot_.storePath + QStringLiteral("-wal")).lastModified().secsTo(QDateTime::currentDateTime()) < 120;
+  resumeButton_->setEnabled(!running && hasCheckpoint(out) && !finishedHere && !trainedElsewhere);
   for (auto* w : std::initializer_list<QWidget*>{preset_, name_, dataset_, shapesImages_, model_, seed_, validationImages_,
                                                  threads_, stages_, outDir_})
     w->setEnabled(!running);
@@ -871,7 +910,8 @@ QJsonObject TrainingPage::describe() const {
   d.insert(QStringLiteral("progress"),
            QJsonObject{{"fraction", fraction_},
                        {"text", progressText_},
-                       {"eta_seconds", etaSeconds_ >= 0 ? QJsonValue(etaSeconds_) : QJsonValue()}});
+                       {"eta_seconds", etaSeconds_ >= 0 ? QJsonValue(etaSeconds_) : QJsonValue()},
+                       {"stage_eta_seconds", stageEtaSeconds_ >= 0 ? QJsonValue(stageEtaSeconds_) : QJsonValue()}});
   d.insert(QStringLiteral("series"), charts_->describe());
   d.insert(QStringLiteral("log_scale"), charts_->logScale());
   QJsonArray samples;

@@ -83,6 +83,11 @@ class TrainingPage : public StudioPage {
   void onSnapshot(const RunSnapshot& snapshot);
   void onProcessFinished(int exitCode, bool crashed);
   void appendLog(const QString& line);
+  struct StepsPerEpoch {
+    int steps = 0;
+    double imagesPerSecond = 0;
+  };
+  StepsPerEpoch countSteps(int stage, int epoch) const;
   void updateProgress();
   void updateButtons();
   void showMessage(const QString& text, bool error);
@@ -106,6 +111,7 @@ class TrainingPage : public StudioPage {
   double etaStartFraction_ = -1;
   double fraction_ = 0;
   double etaSeconds_ = -1;
+  double stageEtaSeconds_ = -1;
   QString progressText_;
 
   QComboBox* preset_;
