@@ -206,6 +206,9 @@ class TestTrainingPage : public QObject {
     const QJsonObject content = d.value("content").toObject();
     QCOMPARE(content.value("run").toString(), QString("tiny-page"));
     QCOMPARE(content.value("step_rows").toInt(), 20);
+    // The studio finds the `expnet` built next to it.
+    QCOMPARE(QFileInfo(content.value("process").toObject().value("program").toString()).canonicalFilePath(),
+             QFileInfo(expnet_test::cliPath()).canonicalFilePath());
     const auto bad = expnet_test::runProcess(expnet_test::studioPath(),
                                              {"--screenshot", png, "--page", "training", "--run", runDir_ + "/nope"});
     QVERIFY(bad.exitCode != 0);

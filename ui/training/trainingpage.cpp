@@ -904,7 +904,8 @@ QJsonObject TrainingPage::describe() const {
     d.insert(QStringLiteral("validation_rows"), qint64(snapshot_.validations.size()));
   }
   if (!snapshot_.error.isEmpty()) d.insert(QStringLiteral("store_error"), snapshot_.error);
-  d.insert(QStringLiteral("process"), QJsonObject{{"running", process_->isRunning()},
+  d.insert(QStringLiteral("process"), QJsonObject{{"program", process_->program()},
+                                                  {"running", process_->isRunning()},
                                                   {"command", process_->commandLine()},
                                                   {"exit_code", lastExitCode_}});
   d.insert(QStringLiteral("progress"),
