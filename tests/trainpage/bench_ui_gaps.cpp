@@ -45,7 +45,7 @@ int main(int argc, char** argv) {
     std::printf("run %d caption_folder images=%d longest_gap_ms=%lld\n", i + 1, c.items, c.longestMs);
     QTemporaryDir trainDir;
     const GapResult t = trainingGap(QStringLiteral(EXPNET_TRAINPAGE_TEST_DIR "/tiny_page.json"), expnet_test::cliPath(),
-                                    trainDir.path(), 20);
+                                    trainDir.path(), 14);
     if (!t.ok) {
       std::fprintf(stderr, "error: training: %s\n", qPrintable(t.error));
       return 1;

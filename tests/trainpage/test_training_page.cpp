@@ -139,18 +139,18 @@ class TestTrainingPage : public QObject {
     QTRY_COMPARE_WITH_TIMEOUT(page.charts()->points(QStringLiteral("loss")).size(), qsizetype(page.snapshot().steps.size()), 5000);
     compareWithStore(page, runDir_ + "/runs.sqlite", "tiny-page");
     const int stoppedAt = int(page.snapshot().steps.size());
-    QVERIFY(stoppedAt < 6 * 3 + 2);  // stopped before the end
+    QVERIFY(stoppedAt < 4 * 3 + 2);  // stopped before the end
 
-    // Resume runs to the end: 6 x 3 XE steps + 2 SCST steps.
+    // Resume runs to the end: 4 x 3 XE steps + 2 SCST steps.
     QVERIFY(button(page, "resume")->isEnabled());
     button(page, "resume")->click();
     QTRY_COMPARE_WITH_TIMEOUT(finished.count(), 2, kWaitMs);
     QCOMPARE(finished.at(1).at(0).toInt(), 0);
     QVERIFY(QFileInfo::exists(runDir_ + "/final.pth"));
     QTRY_COMPARE_WITH_TIMEOUT(QString::fromStdString(page.snapshot().run.status), QString("finished"), kWaitMs);
-    QTRY_COMPARE_WITH_TIMEOUT(page.charts()->points(QStringLiteral("loss")).size(), qsizetype(20), 5000);
+    QTRY_COMPARE_WITH_TIMEOUT(page.charts()->points(QStringLiteral("loss")).size(), qsizetype(14), 5000);
     compareWithStore(page, runDir_ + "/runs.sqlite", "tiny-page");
-    QCOMPARE(page.charts()->points(QStringLiteral("cider_d")).size(), qsizetype(7));  // one per epoch
+    QCOMPARE(page.charts()->points(QStringLiteral("cider_d")).size(), qsizetype(5));  // one per epoch
 
     const QJsonObject d = page.describe();
     QCOMPARE(d.value("run").toString(), QString("tiny-page"));
@@ -162,7 +162,7 @@ class TestTrainingPage : public QObject {
     for (const auto& s : d.value("series").toArray())
       if (s.toObject().value("name") == "loss") {
         sawLoss = true;
-        QCOMPARE(s.toObject().value("points").toInt(), 20);
+        QCOMPARE(s.toObject().value("points").toInt(), 14);
       }
     QVERIFY(sawLoss);
     QVERIFY(!button(page, "resume")->isEnabled());  // nothing left to resume
@@ -205,7 +205,7 @@ class TestTrainingPage : public QObject {
     QCOMPARE(d.value("timed_out").toBool(), false);
     const QJsonObject content = d.value("content").toObject();
     QCOMPARE(content.value("run").toString(), QString("tiny-page"));
-    QCOMPARE(content.value("step_rows").toInt(), 20);
+    QCOMPARE(content.value("step_rows").toInt(), 14);
     // The studio finds the `expnet` built next to it.
     QCOMPARE(QFileInfo(content.value("process").toObject().value("program").toString()).canonicalFilePath(),
              QFileInfo(expnet_test::cliPath()).canonicalFilePath());

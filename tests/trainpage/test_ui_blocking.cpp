@@ -29,7 +29,7 @@ class TestUiBlocking : public QObject {
 
   void trainingChildRuns() {
     const GapResult r = trainingGap(QStringLiteral(EXPNET_TRAINPAGE_TEST_DIR "/tiny_page.json"), expnet_test::cliPath(),
-                                    expnet_test::makeTempDir(QStringLiteral("blocking_train")), 20);
+                                    expnet_test::makeTempDir(QStringLiteral("blocking_train")), 14);
     QVERIFY2(r.ok, qPrintable(r.error));
     qInfo("longest event-loop gap while a training child ran (%d steps): %lld ms", r.items, r.longestMs);
     QVERIFY2(r.longestMs < kGrossBoundMs, qPrintable(QString("event loop blocked for %1 ms").arg(r.longestMs)));
