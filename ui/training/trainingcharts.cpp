@@ -52,6 +52,8 @@ TrainingCharts::TrainingCharts(QWidget* parent) : QWidget(parent) {
   lrPlot_->legend->setVisible(false);
   speedPlot_->legend->setVisible(false);
   validationPlot_->legend->setVisible(true);
+  // Scores rise over training: early scores are low, so the top left stays free for the legend.
+  validationPlot_->axisRect()->insetLayout()->setInsetAlignment(0, Qt::AlignTop | Qt::AlignLeft);
   // Epochs are whole numbers: no 0.5 ticks.
   auto epochTicker = QSharedPointer<QCPAxisTickerFixed>::create();
   epochTicker->setTickStep(1.0);

@@ -331,6 +331,7 @@ QWidget* TrainingPage::buildMonitor() {
   progressBar_->setTextVisible(false);  // the percentage leads the label beside it (readable on any style)
   progressBar_->setFixedWidth(220);
   progressBar_->setToolTip(QStringLiteral("Epochs done over all stages"));
+  progressBar_->setVisible(false);  // until there is a run to follow
   progressLabel_ = new QLabel;
   progressLabel_->setObjectName(QStringLiteral("progressText"));
   progressRow->addWidget(progressBar_);
@@ -638,6 +639,8 @@ void TrainingPage::launch(const QString& configPath, bool resume) {
   charts_->clear();
   samples_->setSamples({});
   runTitle_->setText(QStringLiteral("%1 — starting").arg(runName));
+  progressBar_->setValue(0);
+  progressBar_->setVisible(true);
   process_->start(configPath, out, resume, threads_->value());
   showMessage(resume ? QStringLiteral("Resuming %1…").arg(runName) : QStringLiteral("Starting %1…").arg(runName), false);
   // The run appears in the store once the trainer has prepared its data.
@@ -757,6 +760,7 @@ TrainingPage::StepsPerEpoch TrainingPage::countSteps(int stage, int epoch) const
 }
 
 void TrainingPage::updateProgress() {
+  progressBar_->setVisible(snapshot_.found || process_->isRunning());
   if (!snapshot_.found) {
     if (process_->isRunning())
       progressLabel_->setText(QStringLiteral("Preparing: dataset, vocabulary and model (the run appears in the store next)"));
