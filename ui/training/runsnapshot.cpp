@@ -82,6 +82,7 @@ void RunStorePoller::follow(const QString& storePath, const QString& runName) {
   runName_ = runName;
   ++generation_;
   waitingForFirst_ = true;
+  setIdle(false);
   timer_.start();
   pollNow();
 }

@@ -46,7 +46,15 @@ class RunStorePoller : public QObject {
   void follow(const QString& storePath, const QString& runName);
   void stop();
   void pollNow();
-  void setIntervalMs(int ms) { timer_.setInterval(ms); }
+  void setIntervalMs(int ms) {
+    activeMs_ = ms;
+    if (!idle_) timer_.setInterval(ms);
+  }
+  // A run nobody writes (finished, interrupted) is re-read every 5 s only.
+  void setIdle(bool idle) {
+    idle_ = idle;
+    timer_.setInterval(idle ? 5000 : activeMs_);
+  }
   QString storePath() const { return storePath_; }
   QString runName() const { return runName_; }
   bool following() const { return !storePath_.isEmpty(); }
@@ -62,4 +70,6 @@ class RunStorePoller : public QObject {
   QString storePath_, runName_;
   int generation_ = 0, inFlightGeneration_ = -1;
   bool waitingForFirst_ = false;
+  bool idle_ = false;
+  int activeMs_ = 500;
 };

@@ -667,6 +667,7 @@ void TrainingPage::onProcessFinished(int exitCode, bool crashed) {
   else
     showMessage(QStringLiteral("The trainer failed (exit status %1): see the log.").arg(exitCode), true);
   haveProgress_ = false;
+  poller_->setIdle(false);  // until the final state has been read
   poller_->pollNow();
   updateButtons();
   emit trainingFinished(crashed ? -1 : exitCode);
@@ -717,6 +718,7 @@ void TrainingPage::onSnapshot(const RunSnapshot& snapshot) {
   runTitle_->setToolTip(QStringLiteral("Run %1 in %2\nFolder: %3")
                             .arg(snapshot.run.id)
                             .arg(snapshot.storePath, QString::fromStdString(snapshot.run.out_dir)));
+  poller_->setIdle(snapshot.run.status != "running" && !process_->isRunning());
   charts_->setData(snapshot.steps, snapshot.validations);
   if (snapshot.samples.size() != samples_->samples().size() ||
       (!snapshot.samples.empty() && snapshot.samples.front().epoch != samples_->samples().front().epoch) ||
