@@ -10,6 +10,7 @@
 #include <QJsonObject>
 #include <QLabel>
 #include <QLineEdit>
+#include <QPlainTextEdit>
 #include <QPushButton>
 #include <QSignalSpy>
 #include <QSpinBox>
@@ -106,6 +107,31 @@ class TestTrainingPage : public QObject {
     button(page, "start")->click();
     QVERIFY(!page.process()->isRunning());
     QVERIFY(page.findChild<QLabel*>(QStringLiteral("message"))->text().contains("'eight' is not a number"));
+  }
+
+  void trainerErrorsReachThePageAndTheLog() {
+    StudioContext context;
+    TrainingPage page(&context);
+    page.process()->setProgram(expnet_test::cliPath());
+    QVERIFY(page.setConfigJson(tinyConfig()));
+    page.findChild<QLineEdit*>(QStringLiteral("dataset"))->setText(QStringLiteral("/no/such/dataset.json"));
+    page.setOutputDir(expnet_test::makeTempDir(QStringLiteral("trainpage_fail")) + "/run");
+    QSignalSpy finished(&page, &TrainingPage::trainingFinished);
+    button(page, "start")->click();
+    QTRY_COMPARE_WITH_TIMEOUT(finished.count(), 1, kWaitMs);
+    QCOMPARE(finished.at(0).at(0).toInt(), 1);  // `expnet` prints "error: ..." and exits 1
+    QVERIFY(page.findChild<QLabel*>(QStringLiteral("message"))->text().contains("failed"));
+    const QString log = page.findChild<QPlainTextEdit*>(QStringLiteral("log"))->toPlainText();
+    QVERIFY2(log.contains("/no/such/dataset.json"), qPrintable(log));
+    QVERIFY(button(page, "start")->isEnabled());
+
+    TrainingPage missing(&context);
+    missing.process()->setProgram(QStringLiteral("/no/such/expnet"));
+    QVERIFY(missing.setConfigJson(tinyConfig()));
+    missing.setOutputDir(expnet_test::makeTempDir(QStringLiteral("trainpage_noprogram")) + "/run");
+    button(missing, "start")->click();
+    QTRY_VERIFY_WITH_TIMEOUT(missing.findChild<QLabel*>(QStringLiteral("message"))->text().contains("EXPNET_CLI"), 10000);
+    QVERIFY(!missing.process()->isRunning());
   }
 
   void startPlotStopCheckpointResume() {

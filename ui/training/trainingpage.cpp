@@ -631,6 +631,7 @@ void TrainingPage::launch(const QString& configPath, bool resume) {
   QString runName;
   if (file.open(QIODevice::ReadOnly)) runName = QJsonDocument::fromJson(file.readAll()).object().value(QStringLiteral("name")).toString();
   outDirOfChild_ = out;
+  followingChild_ = true;
   haveProgress_ = false;
   lastExitCode_ = -1;
   log_->clear();
@@ -693,6 +694,7 @@ bool TrainingPage::openRun(const QString& folderOrStore, const QString& runName)
   }
   if (info.isDir() && !process_->isRunning()) setOutputDir(folderOrStore);
   fillFormFromRun_ = !process_->isRunning();
+  followingChild_ = false;
   etaStartFraction_ = -1;
   poller_->follow(store, runName);
   return true;
@@ -701,8 +703,9 @@ bool TrainingPage::openRun(const QString& folderOrStore, const QString& runName)
 void TrainingPage::onSnapshot(const RunSnapshot& snapshot) {
   snapshot_ = snapshot;
   if (!snapshot.found) {
-    // A fresh child has not created its run yet: that is not an error to show.
-    if (!process_->isRunning()) showMessage(snapshot.error, true);
+    // A child's run may not exist yet (or never, when the trainer failed early:
+    // its own message says why); only an opened run's absence is news.
+    if (!followingChild_) showMessage(snapshot.error, true);
     return;
   }
   if (poller_->runName().isEmpty()) poller_->follow(snapshot.storePath, QString::fromStdString(snapshot.run.name));

@@ -106,6 +106,7 @@ class TrainingPage : public StudioPage {
   QString outDirOfChild_;
   int lastExitCode_ = -1;
   bool fillFormFromRun_ = false;
+  bool followingChild_ = false;  // the followed run is the one our child trains
   // ETA: the pace since the page started following this run.
   QDateTime etaStart_;
   double etaStartFraction_ = -1;
