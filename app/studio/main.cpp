@@ -16,6 +16,7 @@
 #include "attention/attentionpage.h"
 #include "caption/captionpage.h"
 #include "expnet/system.h"
+#include "training/trainingpage.h"
 
 int main(int argc, char** argv) {
   // A screenshot needs no display: render offscreen unless told otherwise.
@@ -36,7 +37,7 @@ int main(int argc, char** argv) {
   QCommandLineOption screenshot(QStringLiteral("screenshot"), QStringLiteral("Render offscreen, save a PNG and FILE.json, exit."), QStringLiteral("FILE"));
   QCommandLineOption page(QStringLiteral("page"), QStringLiteral("Page to show: caption, attention, training, datasets, runs, compare."), QStringLiteral("NAME"), QStringLiteral("caption"));
   QCommandLineOption open(QStringLiteral("open"), QStringLiteral("Image to open on the Caption page (repeatable); the first is also traced on the Attention page."), QStringLiteral("IMAGE"));
-  QCommandLineOption run(QStringLiteral("run"), QStringLiteral("Training run folder to open on the Training page."), QStringLiteral("DIR"));
+  QCommandLineOption run(QStringLiteral("run"), QStringLiteral("Run folder (or run store file) to follow on the Training page."), QStringLiteral("DIR"));
   QCommandLineOption threads(QStringLiteral("threads"), QStringLiteral("CPU threads (0 = all cores)."), QStringLiteral("N"), QStringLiteral("0"));
   QCommandLineOption device(QStringLiteral("device"), QStringLiteral("cpu, cuda or cuda:N."), QStringLiteral("DEVICE"), QStringLiteral("cpu"));
   QCommandLineOption model(QStringLiteral("model"), QStringLiteral("Model preset (official, small, tiny) or config JSON to preload."), QStringLiteral("MODEL"));
@@ -83,9 +84,11 @@ int main(int argc, char** argv) {
     captionPage->loadModel(request);  // in the background; --open images wait for it
   }
   if (parser.isSet(open)) captionPage->addPaths(parser.values(open));
-  // Pages that are not built yet cannot take these; say so rather than ignore them.
-  if (parser.isSet(run) && !window.page(QStringLiteral("training"))->property("acceptsRuns").toBool())
-    std::fprintf(stderr, "note: --run ignored: the Training page is not available yet\n");
+  if (parser.isSet(run) && !qobject_cast<TrainingPage*>(window.page(QStringLiteral("training")))->openRun(parser.value(run))) {
+    std::fprintf(stderr, "error: --run '%s': not a run folder (with runs.sqlite) or run store file\n",
+                 qPrintable(parser.value(run)));
+    return 1;
+  }
   window.show();
 
   if (parser.isSet(screenshot)) {

@@ -14,6 +14,7 @@
 #include "attention/attentionpage.h"
 #include "caption/captionpage.h"
 #include "common/notyetpage.h"
+#include "training/trainingpage.h"
 
 namespace {
 // Pages whose capability lands with a later issue. Each says so, and names it.
@@ -52,10 +53,7 @@ MainWindow::MainWindow(StudioContext* context, QWidget* parent)
   auto* attentionPage = new AttentionPage(context_);
   attentionPage->setImageList(captionPage->model());  // pick any of the Caption page's images
   addPage(attentionPage);
-  addPage(notYet("training", "Training",
-                 "Launch the four-stage recipe in a child process and follow it live: loss, learning rate, "
-                 "CIDEr-D and BLEU-4 curves, ETA, log and sample captions.",
-                 "Needs the training engine (issues: Training; Studio)."));
+  addPage(new TrainingPage(context_));
   addPage(notYet("datasets", "Datasets",
                  "Browse caption datasets (COCO/Karpathy, CSV, JSON Lines, the built-in shapes set) with "
                  "statistics and per-sample evaluation.",

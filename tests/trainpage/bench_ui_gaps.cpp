@@ -1,0 +1,61 @@
+// bench_ui_gaps [--runs N]: the longest event-loop gap (a 10 ms timer on the
+// UI thread) while the Caption page loads the tiny fixture model and captions
+// a folder, and while the Training page follows a tiny `expnet train` child.
+// Prints every run and the median per scenario (goal: under 100 ms).
+#include <QApplication>
+#include <QTemporaryDir>
+
+#include <algorithm>
+#include <cstdio>
+#include <vector>
+
+#include "support/fixtures.h"
+#include "ui_scenarios.h"
+
+namespace {
+qint64 median(std::vector<qint64> v) {
+  std::sort(v.begin(), v.end());
+  return v.empty() ? -1 : v[v.size() / 2];
+}
+}  // namespace
+
+int main(int argc, char** argv) {
+  if (qEnvironmentVariableIsEmpty("QT_QPA_PLATFORM")) qputenv("QT_QPA_PLATFORM", "offscreen");
+  QApplication app(argc, argv);
+  int runs = 3;
+  for (int i = 1; i + 1 < argc; ++i)
+    if (QByteArray(argv[i]) == "--runs") runs = std::max(1, QByteArray(argv[i + 1]).toInt());
+  const QString model = expnet_test::fixturePath(QStringLiteral("reference/tiny/model_config.json"));
+  const QString checkpoint = expnet_test::fixturePath(QStringLiteral("reference/tiny/checkpoint.pth"));
+  const QString vocab = expnet_test::fixturePath(QStringLiteral("reference/tiny/vocab.pickle"));
+  const QString image = expnet_test::fixturePath(QStringLiteral("reference/tiny/image0.png"));
+  if (model.isEmpty() || checkpoint.isEmpty() || vocab.isEmpty() || image.isEmpty()) {
+    std::fprintf(stderr, "error: the tiny reference fixtures are missing under %s: set EXPNET_FIXTURES\n",
+                 qPrintable(expnet_test::fixturesDir()));
+    return 1;
+  }
+  std::vector<qint64> caption, training;
+  for (int i = 0; i < runs; ++i) {
+    QTemporaryDir dir;
+    const GapResult c = captionFolderGap(model, checkpoint, vocab, image, QStringLiteral(EXPNET_TEST_DATA_DIR "/image"), dir.path());
+    if (!c.ok) {
+      std::fprintf(stderr, "error: captioning: %s\n", qPrintable(c.error));
+      return 1;
+    }
+    std::printf("run %d caption_folder images=%d longest_gap_ms=%lld\n", i + 1, c.items, c.longestMs);
+    QTemporaryDir trainDir;
+    const GapResult t = trainingGap(QStringLiteral(EXPNET_TRAINPAGE_TEST_DIR "/tiny_page.json"), expnet_test::cliPath(),
+                                    trainDir.path(), 14);
+    if (!t.ok) {
+      std::fprintf(stderr, "error: training: %s\n", qPrintable(t.error));
+      return 1;
+    }
+    std::printf("run %d training_child steps=%d longest_gap_ms=%lld\n", i + 1, t.items, t.longestMs);
+    std::fflush(stdout);
+    caption.push_back(c.longestMs);
+    training.push_back(t.longestMs);
+  }
+  std::printf("median longest_gap_ms caption_folder=%lld training_child=%lld (runs=%d)\n", median(caption),
+              median(training), runs);
+  return 0;
+}

@@ -1,0 +1,40 @@
+// The UI thread never blocks: a 10 ms timer watches the event loop while the
+// Caption page captions a folder and while the Training page follows a real
+// `expnet train` child. Work left on the UI thread shows up as gaps of
+// seconds; the bound here is gross (500 ms). The finer figure comes from
+// `bench_ui_gaps` (tests/trainpage/bench_ui_gaps.cpp), not from this test.
+#include <QtTest>
+
+#include "support/fixtures.h"
+#include "ui_scenarios.h"
+
+namespace {
+constexpr qint64 kGrossBoundMs = 500;
+}  // namespace
+
+class TestUiBlocking : public QObject {
+  Q_OBJECT
+ private slots:
+  void captioningAFolder() {
+    EXPNET_FIXTURE(model, "reference/tiny/model_config.json");
+    EXPNET_FIXTURE(checkpoint, "reference/tiny/checkpoint.pth");
+    EXPNET_FIXTURE(vocab, "reference/tiny/vocab.pickle");
+    EXPNET_FIXTURE(image, "reference/tiny/image0.png");
+    const GapResult r = captionFolderGap(model, checkpoint, vocab, image, QStringLiteral(EXPNET_TEST_DATA_DIR "/image"),
+                                         expnet_test::makeTempDir(QStringLiteral("blocking_caption")));
+    QVERIFY2(r.ok, qPrintable(r.error));
+    qInfo("longest event-loop gap while loading a model and captioning %d images: %lld ms", r.items, r.longestMs);
+    QVERIFY2(r.longestMs < kGrossBoundMs, qPrintable(QString("event loop blocked for %1 ms").arg(r.longestMs)));
+  }
+
+  void trainingChildRuns() {
+    const GapResult r = trainingGap(QStringLiteral(EXPNET_TRAINPAGE_TEST_DIR "/tiny_page.json"), expnet_test::cliPath(),
+                                    expnet_test::makeTempDir(QStringLiteral("blocking_train")), 14);
+    QVERIFY2(r.ok, qPrintable(r.error));
+    qInfo("longest event-loop gap while a training child ran (%d steps): %lld ms", r.items, r.longestMs);
+    QVERIFY2(r.longestMs < kGrossBoundMs, qPrintable(QString("event loop blocked for %1 ms").arg(r.longestMs)));
+  }
+};
+
+QTEST_MAIN(TestUiBlocking)
+#include "test_ui_blocking.moc"

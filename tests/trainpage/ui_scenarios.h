@@ -1,0 +1,20 @@
+// What the UI-blocking test and the bench_ui_gaps benchmark both measure: the
+// longest interval between two ticks of a 10 ms timer on the UI thread while
+// (a) the Caption page loads a model and captions a folder, (b) the Training
+// page starts and follows an `expnet train` child to its end.
+#pragma once
+
+#include <QString>
+
+struct GapResult {
+  bool ok = false;
+  QString error;        // why the scenario did not complete
+  qint64 longestMs = -1;
+  int items = 0;        // images captioned, or optimizer steps plotted
+};
+
+// Copies `image` 12 times and the files of `extraDir` into `workDir`, then captions the folder.
+GapResult captionFolderGap(const QString& model, const QString& checkpoint, const QString& vocab, const QString& image,
+                           const QString& extraDir, const QString& workDir);
+// Trains `configFile` in `workDir`/run with the `expnet` at `cli` (1 thread); expects `steps` steps.
+GapResult trainingGap(const QString& configFile, const QString& cli, const QString& workDir, int steps);

@@ -1,0 +1,218 @@
+#include "training/trainingcharts.h"
+
+#include <QCheckBox>
+#include <QGridLayout>
+#include <QHBoxLayout>
+#include <QJsonObject>
+#include <QLabel>
+#include <QPushButton>
+#include <QVBoxLayout>
+#include <qcustomplot.h>
+
+#include <cmath>
+
+TrainingCharts::TrainingCharts(QWidget* parent) : QWidget(parent) {
+  auto* layout = new QVBoxLayout(this);
+  layout->setContentsMargins(0, 0, 0, 0);
+  auto* bar = new QHBoxLayout;
+  logScale_ = new QCheckBox(QStringLiteral("Log scale"));
+  logScale_->setObjectName(QStringLiteral("logScale"));
+  logScale_->setToolTip(QStringLiteral("Logarithmic y axis for the loss and learning-rate charts (Ctrl+Shift+L). "
+                                       "SCST losses below zero are not drawn on a log axis."));
+  auto* fit = new QPushButton(QStringLiteral("Fit charts"));
+  fit->setObjectName(QStringLiteral("fitCharts"));
+  fit->setToolTip(QStringLiteral("Fit every chart to its data and follow new points (also: double-click a chart)"));
+  auto* hint = new QLabel(QStringLiteral("Drag to pan, wheel to zoom, double-click to fit"));
+  hint->setStyleSheet(QStringLiteral("color: #667"));
+  bar->addWidget(logScale_);
+  bar->addWidget(fit);
+  bar->addStretch(1);
+  bar->addWidget(hint);
+  layout->addLayout(bar);
+
+  auto* grid = new QGridLayout;
+  grid->setSpacing(6);
+  lossPlot_ = makePlot(QStringLiteral("Training loss"), QStringLiteral("optimizer step"), QStringLiteral("loss"));
+  lrPlot_ = makePlot(QStringLiteral("Learning rate"), QStringLiteral("optimizer step"), QStringLiteral("lr"));
+  validationPlot_ = makePlot(QStringLiteral("Validation"), QStringLiteral("epoch (all stages)"), QStringLiteral("score"));
+  speedPlot_ = makePlot(QStringLiteral("Throughput"), QStringLiteral("optimizer step"), QStringLiteral("images/s"));
+  grid->addWidget(lossPlot_, 0, 0);
+  grid->addWidget(lrPlot_, 0, 1);
+  grid->addWidget(validationPlot_, 1, 0);
+  grid->addWidget(speedPlot_, 1, 1);
+  layout->addLayout(grid, 1);
+
+  addSeries(lossPlot_, QStringLiteral("loss"), QStringLiteral("raw"), QColor(150, 180, 215), false);
+  addSeries(lossPlot_, QStringLiteral("loss_smoothed"), QStringLiteral("smoothed"), QColor(30, 90, 170), false)
+      ->setPen(QPen(QColor(30, 90, 170), 2));
+  addSeries(lrPlot_, QStringLiteral("lr"), QStringLiteral("lr"), QColor(200, 110, 20), false);
+  addSeries(validationPlot_, QStringLiteral("cider_d"), QStringLiteral("CIDEr-D"), QColor(40, 140, 70), true);
+  addSeries(validationPlot_, QStringLiteral("bleu4"), QStringLiteral("BLEU-4"), QColor(150, 60, 160), true);
+  addSeries(speedPlot_, QStringLiteral("images_per_s"), QStringLiteral("images/s"), QColor(90, 90, 90), false);
+  lrPlot_->legend->setVisible(false);
+  speedPlot_->legend->setVisible(false);
+  validationPlot_->legend->setVisible(true);
+  // Scores rise over training: early scores are low, so the top left stays free for the legend.
+  validationPlot_->axisRect()->insetLayout()->setInsetAlignment(0, Qt::AlignTop | Qt::AlignLeft);
+  // Epochs are whole numbers: no 0.5 ticks.
+  auto epochTicker = QSharedPointer<QCPAxisTickerFixed>::create();
+  epochTicker->setTickStep(1.0);
+  epochTicker->setScaleStrategy(QCPAxisTickerFixed::ssMultiples);
+  validationPlot_->xAxis->setTicker(epochTicker);
+  lossPlot_->legend->setVisible(true);
+
+  connect(logScale_, &QCheckBox::toggled, this, &TrainingCharts::setLogScale);
+  connect(fit, &QPushButton::clicked, this, &TrainingCharts::fitAll);
+}
+
+QCustomPlot* TrainingCharts::makePlot(const QString& title, const QString& xLabel, const QString& yLabel) {
+  auto* plot = new QCustomPlot;
+  plot->setMinimumSize(260, 170);
+  plot->setInteractions(QCP::iRangeDrag | QCP::iRangeZoom);
+  plot->plotLayout()->insertRow(0);
+  auto* heading = new QCPTextElement(plot, title, QFont(font().family(), 10, QFont::Bold));
+  plot->plotLayout()->addElement(0, 0, heading);
+  plot->xAxis->setLabel(xLabel);
+  plot->yAxis->setLabel(yLabel);
+  plot->legend->setFont(QFont(font().family(), 8));
+  plot->legend->setBrush(QColor(255, 255, 255, 210));
+  plot->axisRect()->insetLayout()->setInsetAlignment(0, Qt::AlignTop | Qt::AlignRight);
+  plot->setToolTip(QStringLiteral("%1: drag to pan, wheel to zoom, double-click to fit").arg(title));
+  userMoved_[plot] = false;
+  connect(plot, &QCustomPlot::mousePress, this, [this, plot] { userMoved_[plot] = true; });
+  connect(plot, &QCustomPlot::mouseWheel, this, [this, plot] { userMoved_[plot] = true; });
+  connect(plot, &QCustomPlot::mouseDoubleClick, this, [this, plot] {
+    userMoved_[plot] = false;
+    refit(plot);
+  });
+  plots_ << plot;
+  return plot;
+}
+
+QCPGraph* TrainingCharts::addSeries(QCustomPlot* plot, const QString& name, const QString& label, const QColor& colour,
+                                    bool dots) {
+  auto* graph = plot->addGraph();
+  graph->setName(label);
+  graph->setPen(QPen(colour, 1.2));
+  if (dots) graph->setScatterStyle(QCPScatterStyle(QCPScatterStyle::ssDisc, colour, colour, 6));
+  graph->setAdaptiveSampling(true);
+  graphs_[name] = graph;
+  return graph;
+}
+
+QVector<double> TrainingCharts::smooth(const QVector<double>& values, double weight) {
+  QVector<double> out;
+  out.reserve(values.size());
+  double ema = 0, norm = 0;
+  for (double v : values) {
+    if (std::isfinite(v)) {
+      ema = weight * ema + (1 - weight) * v;
+      norm = weight * norm + (1 - weight);
+    }
+    out << (norm > 0 ? ema / norm : std::nan(""));
+  }
+  return out;
+}
+
+void TrainingCharts::setData(const std::vector<expnet::StepRecord>& steps,
+                             const std::vector<expnet::ValidationRecord>& validations) {
+  const int64_t lastStep = steps.empty() ? -1 : steps.back().step;
+  if (steps.size() == stepCount_ && validations.size() == validationCount_ && lastStep == lastStep_) return;
+  stepCount_ = steps.size();
+  validationCount_ = validations.size();
+  lastStep_ = lastStep;
+  QVector<double> x, loss, lr, speed;
+  x.reserve(int(steps.size()));
+  for (const auto& s : steps) {
+    x << double(s.step);
+    loss << (s.skipped ? std::nan("") : s.loss);
+    lr << s.lr;
+    speed << s.images_per_s;
+  }
+  graphs_[QStringLiteral("loss")]->setData(x, loss, true);
+  graphs_[QStringLiteral("loss_smoothed")]->setData(x, smooth(loss), true);
+  graphs_[QStringLiteral("lr")]->setData(x, lr, true);
+  graphs_[QStringLiteral("images_per_s")]->setData(x, speed, true);
+  QVector<double> epoch, cider, bleu4;
+  for (const auto& v : validations) {
+    epoch << double(epoch.size() + 1);
+    cider << v.cider_d;
+    bleu4 << v.bleu4;
+  }
+  graphs_[QStringLiteral("cider_d")]->setData(epoch, cider, true);
+  graphs_[QStringLiteral("bleu4")]->setData(epoch, bleu4, true);
+  for (auto* plot : plots_) {
+    if (!userMoved_[plot]) refit(plot);
+    plot->replot(QCustomPlot::rpQueuedReplot);
+  }
+}
+
+void TrainingCharts::clear() { setData({}, {}); }
+
+void TrainingCharts::refit(QCustomPlot* plot) {
+  plot->rescaleAxes();
+  // A single point or a flat series would give an empty range: pad it.
+  for (auto* axis : {plot->xAxis, plot->yAxis}) {
+    QCPRange range = axis->range();
+    if (range.size() <= 0 || !std::isfinite(range.size())) {
+      const double centre = std::isfinite(range.center()) ? range.center() : 0;
+      const double pad = axis->scaleType() == QCPAxis::stLogarithmic ? centre * 0.5 : std::max(std::abs(centre) * 0.1, 1.0);
+      range = QCPRange(centre - pad, centre + pad);
+    } else if (axis == plot->yAxis && axis->scaleType() == QCPAxis::stLinear) {
+      range = QCPRange(range.lower - range.size() * 0.05, range.upper + range.size() * 0.05);
+    }
+    axis->setRange(range);
+  }
+  if (plot == validationPlot_) {  // epochs are whole numbers: half an epoch of margin
+    plot->xAxis->setRange(plot->xAxis->range().lower - 0.5, plot->xAxis->range().upper + 0.5);
+  }
+  plot->replot(QCustomPlot::rpQueuedReplot);
+}
+
+void TrainingCharts::fitAll() {
+  for (auto* plot : plots_) {
+    userMoved_[plot] = false;
+    refit(plot);
+  }
+}
+
+bool TrainingCharts::logScale() const { return logScale_->isChecked(); }
+
+void TrainingCharts::setLogScale(bool on) {
+  if (logScale_->isChecked() != on) logScale_->setChecked(on);  // re-enters through toggled()
+  for (auto* plot : {lossPlot_, lrPlot_}) {
+    plot->yAxis->setScaleType(on ? QCPAxis::stLogarithmic : QCPAxis::stLinear);
+    if (on)
+      plot->yAxis->setTicker(QSharedPointer<QCPAxisTickerLog>::create());
+    else
+      plot->yAxis->setTicker(QSharedPointer<QCPAxisTicker>::create());
+    plot->yAxis->setNumberFormat(on ? QStringLiteral("eb") : QStringLiteral("gb"));
+    refit(plot);
+  }
+}
+
+QVector<QPointF> TrainingCharts::points(const QString& series) const {
+  QVector<QPointF> out;
+  const QCPGraph* graph = graphs_.value(series);
+  if (!graph) return out;
+  for (auto it = graph->data()->constBegin(); it != graph->data()->constEnd(); ++it) out << QPointF(it->key, it->value);
+  return out;
+}
+
+QJsonArray TrainingCharts::describe() const {
+  QJsonArray out;
+  static const QMap<QString, QString> chartOf{{"loss", "Training loss"},     {"loss_smoothed", "Training loss"},
+                                              {"lr", "Learning rate"},       {"images_per_s", "Throughput"},
+                                              {"cider_d", "Validation"},     {"bleu4", "Validation"}};
+  for (auto it = graphs_.constBegin(); it != graphs_.constEnd(); ++it) {
+    const auto data = it.value()->data();
+    QJsonObject series{{"name", it.key()}, {"chart", chartOf.value(it.key())}, {"points", data->size()}};
+    if (!data->isEmpty()) {
+      const auto last = data->constEnd() - 1;
+      series.insert(QStringLiteral("last_x"), last->key);
+      series.insert(QStringLiteral("last_y"), std::isfinite(last->value) ? QJsonValue(last->value) : QJsonValue());
+    }
+    out << series;
+  }
+  return out;
+}

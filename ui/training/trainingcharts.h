@@ -1,0 +1,56 @@
+// The Training page's live charts (QCustomPlot): training loss raw and
+// smoothed, learning rate and images/s per optimizer step; validation CIDEr-D
+// and BLEU-4 per epoch. Drag pans, the wheel zooms, a double-click fits.
+#pragma once
+
+#include <QJsonArray>
+#include <QMap>
+#include <QVector>
+#include <QWidget>
+
+#include <vector>
+
+#include "expnet/run_store.h"
+
+class QCheckBox;
+class QCPGraph;
+class QCustomPlot;
+
+class TrainingCharts : public QWidget {
+  Q_OBJECT
+ public:
+  explicit TrainingCharts(QWidget* parent = nullptr);
+
+  // Replaces the plotted data (cheap: only when the row counts changed).
+  void setData(const std::vector<expnet::StepRecord>& steps, const std::vector<expnet::ValidationRecord>& validations);
+  void clear();
+  bool logScale() const;
+  void setLogScale(bool on);
+  // Fit every chart to its data and follow new points again.
+  void fitAll();
+
+  // The plotted points of a series: loss, loss_smoothed, lr, images_per_s, cider_d, bleu4.
+  QVector<QPointF> points(const QString& series) const;
+  QStringList seriesNames() const { return graphs_.keys(); }
+  // {name, chart, points, last_x, last_y} per series.
+  QJsonArray describe() const;
+  // Exponential moving average (weight 0.9, bias-corrected as TensorBoard does),
+  // non-finite losses left out.
+  static QVector<double> smooth(const QVector<double>& values, double weight = 0.9);
+
+ private:
+  QCustomPlot* makePlot(const QString& title, const QString& xLabel, const QString& yLabel);
+  QCPGraph* addSeries(QCustomPlot* plot, const QString& name, const QString& label, const QColor& colour, bool dots);
+  void refit(QCustomPlot* plot);
+
+  QVector<QCustomPlot*> plots_;
+  QCustomPlot* lossPlot_;
+  QCustomPlot* lrPlot_;
+  QCustomPlot* validationPlot_;
+  QCustomPlot* speedPlot_;
+  QMap<QString, QCPGraph*> graphs_;
+  QCheckBox* logScale_;
+  QMap<QCustomPlot*, bool> userMoved_;  // zoomed or panned by hand: stop auto-fitting
+  size_t stepCount_ = size_t(-1), validationCount_ = size_t(-1);
+  int64_t lastStep_ = -1;
+};

@@ -1,0 +1,143 @@
+// The Training page: a form for the recipe (dataset, model, stages and their
+// hyper-parameters, pre-filled from the built-in presets), Start / Stop /
+// Resume of an `expnet train` child process, and a live view of any run of a
+// run store: charts, progress with ETA, sample captions and the child's log.
+#pragma once
+
+#include <QDateTime>
+#include <QJsonObject>
+
+#include "app/studiopage.h"
+#include "training/runsnapshot.h"
+#include "training/trainingprocess.h"
+
+class QComboBox;
+class QLabel;
+class QLineEdit;
+class QPlainTextEdit;
+class QProgressBar;
+class QPushButton;
+class QSpinBox;
+class QSplitter;
+class QTableView;
+class QTableWidget;
+class QTabWidget;
+class RunListModel;
+class SampleModel;
+class StudioContext;
+class TrainingCharts;
+
+class TrainingPage : public StudioPage {
+  Q_OBJECT
+  Q_PROPERTY(bool acceptsRuns READ acceptsRuns CONSTANT)
+ public:
+  explicit TrainingPage(StudioContext* context, QWidget* parent = nullptr);
+  ~TrainingPage() override;
+
+  QString pageId() const override { return QStringLiteral("training"); }
+  QString title() const override { return QStringLiteral("Training"); }
+  QJsonObject describe() const override;
+  bool isBusy() const override;
+  bool acceptsRuns() const { return true; }
+
+  TrainingCharts* charts() const { return charts_; }
+  TrainingProcess* process() const { return process_; }
+  RunStorePoller* poller() const { return poller_; }
+  const RunSnapshot& snapshot() const { return snapshot_; }
+  // The training config the form describes (validated with the engine's own
+  // parser); empty with `error` set when a field is wrong.
+  QJsonObject formConfig(QString* error) const;
+
+ public slots:
+  void applyPreset(const QString& name);
+  // Fills the form from a training config (the format of docs/training.md).
+  bool setConfigJson(const QByteArray& json, QString* error = nullptr);
+  void setOutputDir(const QString& dir);
+  // A run folder (with runs.sqlite) or a run store file: follows its run
+  // (the one whose folder it is, else the newest). Returns false with a message on the page otherwise.
+  bool openRun(const QString& folderOrStore, const QString& runName = QString());
+  void start();
+  void stop();
+  void resume();
+  void loadConfigFile();
+  void saveConfigFile();
+  void browseOutputDir();
+  void browseRun();
+  void restoreSettings() override;
+  void saveSettings() const override;
+
+ signals:
+  void trainingFinished(int exitCode);
+  void snapshotUpdated();
+
+ private:
+  QWidget* buildForm();
+  QWidget* buildStagesBox();
+  QWidget* buildRunsBox();
+  QWidget* buildMonitor();
+  void fillStages(const QJsonArray& stages);
+  QJsonArray stagesFromTable(QString* error) const;
+  void addStage();
+  void removeStage();
+  void launch(const QString& configPath, bool resume);
+  void onSnapshot(const RunSnapshot& snapshot);
+  void onProcessFinished(int exitCode, bool crashed);
+  void appendLog(const QString& line);
+  struct StepsPerEpoch {
+    int steps = 0;
+    double imagesPerSecond = 0;
+  };
+  StepsPerEpoch countSteps(int stage, int epoch) const;
+  void updateProgress();
+  void updateButtons();
+  void showMessage(const QString& text, bool error);
+  QString storeForFolder(const QString& dir) const;
+  bool hasCheckpoint(const QString& dir) const;
+
+  StudioContext* context_;
+  TrainingProcess* process_;
+  RunStorePoller* poller_;
+  RunListModel* runs_;
+  SampleModel* samples_;
+  RunSnapshot snapshot_;
+  QJsonObject baseConfig_;  // keys the form does not show are kept from here
+  TrainProgressLine lastProgress_;
+  bool haveProgress_ = false;
+  QString outDirOfChild_;
+  int lastExitCode_ = -1;
+  bool fillFormFromRun_ = false;
+  bool followingChild_ = false;  // the followed run is the one our child trains
+  // ETA: the pace since the page started following this run.
+  QDateTime etaStart_;
+  double etaStartFraction_ = -1;
+  double fraction_ = 0;
+  double etaSeconds_ = -1;
+  double stageEtaSeconds_ = -1;
+  QString progressText_;
+
+  QComboBox* preset_;
+  QLineEdit* name_;
+  QLineEdit* dataset_;
+  QSpinBox* shapesImages_;
+  QComboBox* model_;
+  QSpinBox* seed_;
+  QSpinBox* validationImages_;
+  QSpinBox* threads_;
+  QTableWidget* stages_;
+  QLineEdit* outDir_;
+  QPushButton* startButton_;
+  QPushButton* stopButton_;
+  QPushButton* resumeButton_;
+  QLabel* message_;
+  QTableView* runsView_;
+  QLabel* runTitle_;
+  QProgressBar* progressBar_;
+  QLabel* progressLabel_;
+  TrainingCharts* charts_;
+  QTabWidget* tabs_;
+  QTableView* samplesView_;
+  QLabel* samplesTitle_;
+  QPlainTextEdit* log_;
+  QSplitter* split_;
+  QSplitter* monitorSplit_;
+};
