@@ -17,6 +17,7 @@
 #include "expnet/captioner.h"
 #include "expnet/model.h"
 #include "expnet/vocabulary_file.h"
+#include "op_profile.h"
 
 namespace expnet::cli {
 namespace {
@@ -43,6 +44,7 @@ struct BenchArgs {
   std::vector<int> batches{1, 8};
   uint64_t seed = 1234;
   bool json = false;
+  bool profile = false;  // print where the time goes (LibTorch profiler, one extra run)
 };
 
 Vocabulary bench_vocabulary(const BenchArgs& args) {
@@ -92,6 +94,14 @@ PathTiming time_decode(Captioner& captioner, const at::Tensor& encoded, DecoderK
     times.push_back(std::chrono::duration<double, std::milli>(Clock::now() - start).count());
     steps = results.front().steps;
   }
+  if (args.profile)
+    profile_ops(std::string("decode, batch ") + std::to_string(encoded.size(0)) +
+                    (kind == DecoderKind::Full ? ", full recompute" : ", incremental"),
+                [&] {
+                  auto decoder = captioner.make_decoder(encoded, kind);
+                  decode(*decoder, encoded.size(0), special, options);
+                },
+                std::cerr);
   PathTiming t;
   t.ms = median(times);
   t.steps = steps;
@@ -172,6 +182,15 @@ void run_caption(const RuntimeOptions& runtime, const BenchArgs& args) {
     dec.push_back(ms(t2, t3));
     total.push_back(ms(t0, t3));
   }
+  if (args.profile)
+    profile_ops("caption (preprocess, encode, decode)",
+                [&] {
+                  torch::NoGradGuard no_grad;
+                  auto encoded = captioner->encode(captioner->preprocess(image));
+                  auto decoder = captioner->make_decoder(encoded, DecoderKind::Incremental);
+                  decode(*decoder, 1, special, options);
+                },
+                std::cerr, 25);
   nlohmann::json out = {{"model", args.model},       {"beam", args.beam},          {"max_len", args.steps + 1},
                         {"threads", torch_threads()}, {"preprocess_ms", median(pre)}, {"encode_ms", median(enc)},
                         {"decode_ms", median(dec)},   {"total_ms", median(total)},  {"peak_rss_mb", peak_rss_mb()}};
@@ -192,6 +211,7 @@ void add_common(CLI::App* command, BenchArgs& args) {
   command->add_option("--repeats", args.repeats, "Runs per figure (median)")->check(CLI::PositiveNumber);
   command->add_option("--seed", args.seed, "Weight and input seed");
   command->add_flag("--json", args.json, "One compact JSON object");
+  command->add_flag("--profile", args.profile, "Also print the operators and stages by time (stderr, one extra run)");
 }
 
 const bool registered = register_command({"bench-decode", 90, [](CLI::App& root) {

@@ -4,11 +4,14 @@
 //
 // Per image: each decoder layer's cross-attention keys/values, computed once.
 // Per row (an image's hypothesis) and decoder layer, the Dynamic Expansion
-// caches of the positions fed so far: the expanded queries q[u,e], the keys,
-// the class embeddings of the inputs and the forward results plus biases
-// (F[u,e] + b[u,e]). Everything for position t depends only on positions <= t;
-// the backward step of a new position t normalises over all visible elements
-// (u,e), u <= t, which needs only the new key against the cached queries.
+// caches of the positions fed so far, kept small: the per-position linear
+// outputs (key, cond, class inputs a/b: t x d) and the normalised forward
+// weights of each expanded element over the positions it sees (t*NE x T_max).
+// The expanded queries and biases are never stored: q[u,e] = Q_e + C_u and
+// b[u,e] = B_e + C_u split into a per-slot and a per-position part, and the
+// forward results F[u,e] = R[u,e,:] C are folded into the backward product
+// (sum_ue w[u,e] R[u,e,:]) C. A step thus reads O(t*d) per row instead of the
+// O(t*NE*d) of caching F (NE = 16 in the official model).
 //
 // Rows carry no padding: every fed token is a real position (what decoding
 // does). Results equal ExpansionNet::decode with causal_self_mask (1e-5).
@@ -46,10 +49,12 @@ class DecoderState {
  private:
   struct LayerCache {
     torch::Tensor cross_keys, cross_values;  // images x heads x N x d_k
-    torch::Tensor queries;                   // rows x t*NE x d   q[u,e]
-    torch::Tensor keys;                      // rows x t x d      key_linear(x_u)
+    // The five linears of Dynamic Expansion that read x, stacked into one
+    // matmul: cond, key, class_a, class_b, selector (5d x d, 5d).
+    torch::Tensor fused_weight, fused_bias;
+    torch::Tensor cond, keys;                // rows x t x d      cond_embed(x_u), key_linear(x_u)
     torch::Tensor class_a, class_b;          // rows x t x d      class_{a,b}_embed(x_u)
-    torch::Tensor forward_a, forward_b;      // rows x t*NE x d   F[u,e] + b[u,e]
+    torch::Tensor route_a, route_b;          // rows x t*NE x T_max  normalised relu(+-z[u,e,v]), 0 for v > u
   };
   torch::Tensor dynamic_expansion_step(DecoderLayerImpl& layer, LayerCache& cache, const torch::Tensor& x);
   torch::Tensor cross_attention_step(CrossAttentionImpl& mha, const LayerCache& cache, const torch::Tensor& q_in);
@@ -59,6 +64,7 @@ class DecoderState {
   torch::Tensor row_image_;
   int64_t images_ = 0;
   int64_t length_ = 0;
+  int64_t max_positions_ = 0;  // T_max: the model's max_seq_len
   // k when rows are image-major with k rows per image (row r -> image r / k):
   // cross-attention then runs per image without copying keys/values per row.
   // 0 otherwise (keys/values are gathered per row).

@@ -99,6 +99,7 @@ class SwinBlockImpl : public torch::nn::Module {
   SwinBlockImpl(int64_t dim, int64_t resolution, int64_t heads, int64_t window, int64_t shift, double mlp_ratio,
                 bool qkv_bias);
   torch::Tensor forward(const torch::Tensor& x);  // B x R*R x C
+  torch::Tensor forward_sliced(const torch::Tensor& x);  // inference (no autograd), bounded temporaries
 
   int64_t dim, resolution, window, shift;
   double drop_path = 0;

@@ -111,7 +111,7 @@ at::Tensor Captioner::preprocess(const cv::Mat& rgb) const {
 }
 
 at::Tensor Captioner::encode(const at::Tensor& images) {
-  torch::NoGradGuard no_grad;
+  c10::InferenceMode inference;
   auto& model = *state_->model;
   return model.encode(model.backbone(images.to(state_->device)));
 }

@@ -137,6 +137,7 @@ void notify(const DecodingOptions& o, int64_t image, int step, const at::Tensor&
 
 std::vector<DecodingResult> beam_search(StepDecoder& decoder, int64_t batch, const SpecialTokens& s,
                                         const DecodingOptions& o) {
+  RECORD_USER_SCOPE("expnet::beam_search");
   const int64_t K = o.beam_size;
   std::vector<DecodingResult> results(static_cast<size_t>(batch));
   auto long_opts = torch::TensorOptions().dtype(torch::kLong);
@@ -347,7 +348,9 @@ std::vector<DecodingResult> decode(StepDecoder& decoder, int64_t batch, const Sp
                                    const DecodingOptions& options) {
   options.validate();
   if (batch <= 0) return {};
-  torch::NoGradGuard no_grad;
+  // Inference mode, not just no-grad: no version counters or view tracking on
+  // the many small per-step tensors.
+  c10::InferenceMode inference;
   if (options.search == SearchKind::Beam) return beam_search(decoder, batch, special, options);
   return row_search(decoder, batch, special, options);
 }

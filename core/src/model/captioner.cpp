@@ -276,13 +276,17 @@ ExpansionNetImpl::ExpansionNetImpl(const ModelConfig& config, int64_t vocab_size
   if (reference_init) reset_parameters();
 }
 
-torch::Tensor ExpansionNetImpl::backbone(const torch::Tensor& images) { return swin_transf(images); }
+torch::Tensor ExpansionNetImpl::backbone(const torch::Tensor& images) {
+  RECORD_USER_SCOPE("expnet::backbone");
+  return swin_transf(images);
+}
 
 torch::Tensor ExpansionNetImpl::encode(const torch::Tensor& features, std::vector<ExpansionTrace>* traces) {
   if (features.dim() != 3 || features.size(2) != config_.final_swin_dim)
     throw std::invalid_argument("encode: expected features B x N x " + std::to_string(config_.final_swin_dim) +
                                 ", got " + shape_text(features));
   const bool training = is_training();
+  RECORD_USER_SCOPE("expnet::encoder");
   auto x = apply_dropout(input_linear(features), dropout_.enc_input, training);
   std::vector<torch::Tensor> outputs;
   if (traces) traces->assign(encoders.size(), {});
@@ -318,6 +322,7 @@ torch::Tensor ExpansionNetImpl::decode_hidden(const torch::Tensor& enc_out, cons
     throw std::invalid_argument("decode: encoder output " + shape_text(enc_out) + " does not match " +
                                 std::to_string(tokens.size(0)) + " sequences of d_model " +
                                 std::to_string(config_.d_model));
+  RECORD_USER_SCOPE("expnet::decoder");
   const bool training = is_training();
   auto y = embed_tokens(tokens);
   std::vector<torch::Tensor> outputs;
@@ -333,6 +338,7 @@ torch::Tensor ExpansionNetImpl::decode_hidden(const torch::Tensor& enc_out, cons
 }
 
 torch::Tensor ExpansionNetImpl::log_probs(const torch::Tensor& hidden) {
+  RECORD_USER_SCOPE("expnet::vocab_projection");
   return torch::log_softmax(vocab_linear(hidden), -1);
 }
 

@@ -21,12 +21,19 @@ torch::Tensor append(const torch::Tensor& cache, const torch::Tensor& rows) {
 DecoderState::DecoderState(ExpansionNet model, const torch::Tensor& enc_out) : model_(std::move(model)) {
   if (enc_out.dim() != 3 || enc_out.size(2) != model_->config().d_model)
     throw std::invalid_argument("DecoderState: encoder output must be images x N x d_model");
+  c10::InferenceMode inference;  // the caches never need gradients
   images_ = enc_out.size(0);
   row_image_ = torch::arange(images_, enc_out.options().dtype(torch::kLong));
+  max_positions_ = model_->config().max_seq_len;
   for (auto& layer : model_->decoders) {
     LayerCache cache;
     cache.cross_keys = layer->mha->project_keys(enc_out).contiguous();
     cache.cross_values = layer->mha->project_values(enc_out).contiguous();
+    const auto& dyn = *layer->dyn_exp;
+    cache.fused_weight = torch::cat({dyn.cond_embed->weight, dyn.key_linear->weight, dyn.class_a_embed->weight,
+                                     dyn.class_b_embed->weight, dyn.selector_embed->weight});
+    cache.fused_bias = torch::cat({dyn.cond_embed->bias, dyn.key_linear->bias, dyn.class_a_embed->bias,
+                                   dyn.class_b_embed->bias, dyn.selector_embed->bias});
     layers_.push_back(std::move(cache));
   }
 }
@@ -37,13 +44,24 @@ torch::Tensor DecoderState::step_hidden(const torch::Tensor& tokens) {
   if (tokens.dim() != 1 || tokens.size(0) != rows())
     throw std::invalid_argument("DecoderState::step: expected one token per row (" + std::to_string(rows()) + ")");
   if (model_->is_training()) throw std::logic_error("DecoderState: the model must be in eval() mode");
+  RECORD_USER_SCOPE("expnet::decoder_step");
+  c10::InferenceMode inference;
   auto y = model_->embed_tokens(tokens.view({-1, 1}), length_);  // rows x 1 x d
   std::vector<torch::Tensor> outputs;
   for (size_t l = 0; l < layers_.size(); ++l) {
     auto& layer = *model_->decoders[l];
-    y = y + dynamic_expansion_step(layer, layers_[l], layer.norm_1(y));
-    y = y + cross_attention_step(*layer.mha, layers_[l], layer.norm_2(y));
-    y = y + layer.ff(layer.norm_3(y));
+    {
+      RECORD_USER_SCOPE("expnet::decoder_step.dynamic_expansion");
+      y = y + dynamic_expansion_step(layer, layers_[l], layer.norm_1(y));
+    }
+    {
+      RECORD_USER_SCOPE("expnet::decoder_step.cross_attention");
+      y = y + cross_attention_step(*layer.mha, layers_[l], layer.norm_2(y));
+    }
+    {
+      RECORD_USER_SCOPE("expnet::decoder_step.feed_forward");
+      y = y + layer.ff(layer.norm_3(y));
+    }
     outputs.push_back(y);
   }
   y = y + model_->dec_reduce_group(torch::cat(outputs, -1));
@@ -54,29 +72,47 @@ torch::Tensor DecoderState::step_hidden(const torch::Tensor& tokens) {
 torch::Tensor DecoderState::dynamic_expansion_step(DecoderLayerImpl& layer, LayerCache& cache,
                                                    const torch::Tensor& x) {
   auto& dyn = *layer.dyn_exp;
-  const double scale = std::sqrt(static_cast<double>(dyn.d_model));
-  // The new position t: its NE expanded queries/biases, key and class inputs.
-  const auto cond = dyn.cond_embed(x);                                             // R x 1 x d
-  const auto query = dyn.query_exp_vectors->weight.unsqueeze(0) + cond;            // R x NE x d
-  const auto bias = dyn.bias_exp_vectors->weight.unsqueeze(0) + cond;
-  cache.keys = append(cache.keys, dyn.key_linear(x));                              // R x (t+1) x d
-  cache.class_a = append(cache.class_a, dyn.class_a_embed(x));
-  cache.class_b = append(cache.class_b, dyn.class_b_embed(x));
-  cache.queries = append(cache.queries, query);                                    // R x (t+1)*NE x d
+  const int64_t R = x.size(0), NE = dyn.num_exp, d = dyn.d_model;
+  const double scale = std::sqrt(static_cast<double>(d));
+  const auto& slot_queries = dyn.query_exp_vectors->weight;  // NE x d  (Q)
+  const auto& slot_biases = dyn.bias_exp_vectors->weight;    // NE x d  (B)
 
-  // Forward rows of the new elements (t, e): over keys u <= t.
-  const auto z_new = torch::matmul(query, cache.keys.transpose(1, 2)) / scale;     // R x NE x (t+1)
-  const auto fa = torch::matmul(normalise_rows(torch::relu(z_new)), cache.class_a) + bias;
-  const auto fb = torch::matmul(normalise_rows(torch::relu(-z_new)), cache.class_b) + bias;
-  cache.forward_a = append(cache.forward_a, fa);
-  cache.forward_b = append(cache.forward_b, fb);
+  // The new position t: its five linear outputs in one matmul.
+  const auto parts = torch::linear(x, cache.fused_weight, cache.fused_bias).split(d, -1);  // 5 x (R x 1 x d)
+  const auto& cond = parts[0];
+  const auto& key = parts[1];
+  cache.cond = append(cache.cond, cond);                   // R x n x d, n = t+1
+  cache.keys = append(cache.keys, key);
+  cache.class_a = append(cache.class_a, parts[2]);
+  cache.class_b = append(cache.class_b, parts[3]);
+  const int64_t n = cache.keys.size(1);
 
-  // Backward row of position t: over all elements (u, e), u <= t, against key t.
-  const auto z_back = torch::matmul(cache.keys.narrow(1, cache.keys.size(1) - 1, 1), cache.queries.transpose(1, 2)) /
-                      scale;                                                       // R x 1 x (t+1)*NE
-  const auto out_a = torch::matmul(normalise_rows(torch::relu(z_back)), cache.forward_a);
-  const auto out_b = torch::matmul(normalise_rows(torch::relu(-z_back)), cache.forward_b);
-  const auto selector = torch::sigmoid(dyn.selector_embed(x));
+  // Forward rows of the new elements (t, e) over keys u <= t, as the full path
+  // computes them; stored padded to T_max (zeros: positions not yet seen).
+  const auto query = slot_queries.unsqueeze(0) + cond;                           // R x NE x d
+  const auto z_new = torch::matmul(query, cache.keys.transpose(1, 2)) / scale;   // R x NE x n
+  const std::vector<int64_t> pad{0, max_positions_ - n};
+  cache.route_a = append(cache.route_a, torch::constant_pad_nd(normalise_rows(torch::relu(z_new)), pad));
+  cache.route_b = append(cache.route_b, torch::constant_pad_nd(normalise_rows(torch::relu(-z_new)), pad));
+
+  // Backward row of position t over all elements (u, e), u <= t:
+  // z[u,e,t] = (Q_e + C_u) . K_t = Q_e . K_t + C_u . K_t.
+  const auto slot_part = torch::matmul(key, slot_queries.t());                    // R x 1 x NE
+  const auto position_part = torch::matmul(cache.cond, key.transpose(1, 2));      // R x n x 1
+  const auto z_back = ((position_part + slot_part) / scale).view({R, 1, n * NE}); // (u, e) position-major
+  const auto backward = [&](const torch::Tensor& weights, const torch::Tensor& route, const torch::Tensor& classes) {
+    // sum_ue w[u,e] (F[u,e] + b[u,e]) with F[u,e] = route[u,e,:] classes and
+    // b[u,e] = B_e + C_u.
+    const auto mixed = torch::matmul(weights, route.narrow(2, 0, n));             // R x 1 x n
+    const auto grid = weights.view({R, n, NE});
+    const auto per_slot = grid.sum(1);                                             // R x NE
+    const auto per_position = grid.sum(2).unsqueeze(1);                            // R x 1 x n
+    return torch::matmul(mixed, classes) + torch::matmul(per_position, cache.cond) +
+           torch::matmul(per_slot, slot_biases).unsqueeze(1);
+  };
+  const auto out_a = backward(normalise_rows(torch::relu(z_back)), cache.route_a, cache.class_a);
+  const auto out_b = backward(normalise_rows(torch::relu(-z_back)), cache.route_b, cache.class_b);
+  const auto selector = torch::sigmoid(parts[4]);
   return selector * out_a + (1 - selector) * out_b;
 }
 
@@ -103,12 +139,14 @@ torch::Tensor DecoderState::cross_attention_step(CrossAttentionImpl& mha, const 
 }
 
 void DecoderState::reorder(const torch::Tensor& indices) {
+  RECORD_USER_SCOPE("expnet::decoder_state.reorder");
+  c10::InferenceMode inference;
   if (indices.dim() != 1) throw std::invalid_argument("DecoderState::reorder: indices must be a 1-D tensor");
   const auto idx = indices.to(row_image_.device(), torch::kLong);
   if (idx.numel() > 0 && (idx.min().item<int64_t>() < 0 || idx.max().item<int64_t>() >= rows()))
     throw std::invalid_argument("DecoderState::reorder: index outside 0.." + std::to_string(rows() - 1));
   for (auto& cache : layers_)
-    for (auto* t : {&cache.queries, &cache.keys, &cache.class_a, &cache.class_b, &cache.forward_a, &cache.forward_b})
+    for (auto* t : {&cache.cond, &cache.keys, &cache.class_a, &cache.class_b, &cache.route_a, &cache.route_b})
       if (t->defined()) *t = t->index_select(0, idx);
   row_image_ = row_image_.index_select(0, idx);
   // Image-major with a uniform count per image?

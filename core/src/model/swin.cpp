@@ -57,6 +57,23 @@ torch::Tensor apply_drop_path(const torch::Tensor& x, double rate, bool training
   return x.div(keep) * random;
 }
 
+bool inference_only(const torch::nn::Module& module) {
+  return !module.is_training() && !torch::GradMode::is_enabled();
+}
+
+// In inference the block runs in slices of windows (attention) and of tokens
+// (MLP) so its largest temporaries stay near this size. Without slicing, stage
+// 1 of Swin-L at 384 px holds 64 windows x 6 heads x 144 x 144 attention scores
+// (32 MB, several copies) and a 9216 x 768 MLP hidden layer (28 MB): most of a
+// caption's memory peak above the weights.
+constexpr int64_t kSliceElements = int64_t{1} << 21;  // 8 MB of float32
+
+int64_t largest_divisor_at_most(int64_t n, int64_t limit) {
+  for (int64_t d = std::min(n, std::max<int64_t>(limit, 1)); d > 1; --d)
+    if (n % d == 0) return d;
+  return 1;
+}
+
 }  // namespace
 
 // ---------------------------------------------------------------- attention
@@ -83,11 +100,14 @@ torch::Tensor SwinWindowAttentionImpl::forward(const torch::Tensor& x, const tor
   const auto qkv_out = qkv(x).reshape({B_, N, 3, heads, C / heads}).permute({2, 0, 3, 1, 4});
   const auto q = qkv_out[0] * scale;
   auto attn = torch::matmul(q, qkv_out[1].transpose(-2, -1));
-  attn = attn + relative_position_bias().unsqueeze(0);
+  const bool in_place = inference_only(*this);  // no autograd: update the scores in place
+  const auto bias = relative_position_bias().unsqueeze(0);
+  attn = in_place ? attn.add_(bias) : attn + bias;
   if (mask.defined()) {
     const int64_t nW = mask.size(0);
-    attn = attn.view({B_ / nW, nW, heads, N, N}) + mask.unsqueeze(1).unsqueeze(0);
-    attn = attn.view({-1, heads, N, N});
+    const auto grouped = attn.view({B_ / nW, nW, heads, N, N});
+    const auto window_mask = mask.unsqueeze(1).unsqueeze(0);
+    attn = (in_place ? grouped.add_(window_mask) : grouped + window_mask).view({-1, heads, N, N});
   }
   attn = torch::softmax(attn, -1);
   attn = F::dropout(attn, F::DropoutFuncOptions().p(attn_drop).training(is_training()));
@@ -129,6 +149,7 @@ torch::Tensor SwinBlockImpl::forward(const torch::Tensor& x) {
   if (L != resolution * resolution)
     throw std::invalid_argument("Swin block: expected " + std::to_string(resolution * resolution) + " tokens, got " +
                                 std::to_string(L));
+  if (inference_only(*this)) return forward_sliced(x);
   const auto shortcut = x;
   auto h = norm1(x).view({B, resolution, resolution, C});
   if (shift > 0) h = torch::roll(h, {-shift, -shift}, {1, 2});
@@ -139,6 +160,33 @@ torch::Tensor SwinBlockImpl::forward(const torch::Tensor& x) {
   h = h.reshape({B, resolution * resolution, C});
   auto out = shortcut + apply_drop_path(h, drop_path, is_training());
   return out + apply_drop_path(mlp(norm2(out)), drop_path, is_training());
+}
+
+// The same computation as forward() without autograd, in slices (see
+// kSliceElements): windows in groups that divide the windows of one image (so
+// each group takes its slice of the shift mask), MLP rows in chunks.
+torch::Tensor SwinBlockImpl::forward_sliced(const torch::Tensor& x) {
+  const int64_t B = x.size(0), C = x.size(2), N = window * window;
+  auto h = norm1(x).view({B, resolution, resolution, C});
+  if (shift > 0) h = torch::roll(h, {-shift, -shift}, {1, 2});
+  const auto windows = window_partition(h, window).view({-1, N, C});
+  const int64_t total = windows.size(0), per_image = total / B;
+  const int64_t group = largest_divisor_at_most(per_image, kSliceElements / (attn->heads * N * N));
+  auto attended = torch::empty_like(windows);
+  for (int64_t first = 0; first < total; first += group) {
+    const auto mask = attn_mask.defined() ? attn_mask.narrow(0, first % per_image, group) : torch::Tensor();
+    attended.narrow(0, first, group).copy_(attn(windows.narrow(0, first, group), mask));
+  }
+  h = window_reverse(attended.view({-1, window, window, C}), window, resolution, resolution);
+  if (shift > 0) h = torch::roll(h, {shift, shift}, {1, 2});
+  auto out = x + h.reshape({B, resolution * resolution, C});
+  const auto rows = out.view({-1, C});
+  const int64_t chunk = std::max<int64_t>(1, kSliceElements / mlp->fc1->out_features);
+  for (int64_t first = 0; first < rows.size(0); first += chunk) {
+    auto part = rows.narrow(0, first, std::min(chunk, rows.size(0) - first));
+    part.add_(mlp(norm2(part)));
+  }
+  return out;
 }
 
 // ---------------------------------------------------------------- stage
@@ -223,7 +271,10 @@ torch::Tensor SwinTransformerImpl::forward(const torch::Tensor& images) {
   auto x = patch_embed(images);
   if (absolute_pos_embed.defined()) x = x + absolute_pos_embed;
   x = F::dropout(x, F::DropoutFuncOptions().p(pos_drop).training(is_training()));
-  for (auto& stage : layers) x = stage(x);
+  for (size_t s = 0; s < layers.size(); ++s) {
+    RECORD_USER_SCOPE("expnet::backbone.layers." + std::to_string(s));
+    x = layers[s](x);
+  }
   return norm(x);
 }
 
