@@ -4,6 +4,7 @@
 // each phase; medians over steps after warm-up.
 #include <nlohmann/json.hpp>
 
+#include <fstream>
 #include <iostream>
 
 #include "command.h"
@@ -20,6 +21,14 @@ struct Options {
   int workers = 2;
   bool json = false;
 };
+
+// The 1-minute load average: figures taken on a busy machine say so.
+double load_average() {
+  std::ifstream in("/proc/loadavg");
+  double value = -1;
+  in >> value;
+  return value;
+}
 
 void run(const RuntimeOptions& runtime, const Options& o) {
   apply_runtime(runtime);
@@ -40,14 +49,17 @@ void run(const RuntimeOptions& runtime, const Options& o) {
   if (o.json) {
     std::cout << nlohmann::json{{"model", o.model.empty() ? "shapes-demo" : o.model}, {"parameters", r.parameters},
                                 {"batch", r.batch}, {"steps", r.steps}, {"warmup", o.warmup}, {"threads", torch_threads()},
-                                {"images_per_s", r.images_per_s}, {"median_ms", phases}}
+                                {"images_per_s", r.images_per_s}, {"cpu_ms_per_step", r.cpu_ms},
+                                {"images_per_cpu_s", r.images_per_cpu_s}, {"load_average", load_average()},
+                                {"median_ms", phases}}
                      .dump()
               << std::endl;
     return;
   }
   std::cout << "XE training, " << (o.model.empty() ? "shapes-demo" : o.model) << " model (" << r.parameters
             << " parameters), batch " << r.batch << ", " << torch_threads() << " threads, median of " << r.steps
-            << " steps:\n  " << r.images_per_s << " images/s (" << r.step_ms << " ms per step)\n";
+            << " steps:\n  " << r.images_per_s << " images/s (" << r.step_ms << " ms per step; CPU " << r.cpu_ms
+            << " ms, " << r.images_per_cpu_s << " images per CPU-second)\n  load average " << load_average() << "\n";
   for (const auto& [name, value] : phases.items())
     if (name != "step") std::cout << "  " << name << " " << value.get<double>() << " ms\n";
 }

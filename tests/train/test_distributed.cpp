@@ -39,6 +39,23 @@ QString config_with(const QString& dir, const QJsonObject& stage_changes, int ma
   return path;
 }
 
+// Attention key biases have an exactly zero gradient (softmax is invariant to a
+// shift shared by all keys), so their computed gradient is rounding noise that
+// RAdam's m/sqrt(v) turns into lr-sized steps: any change of summation order
+// (2 ranks, or another thread count) moves them differently. They are left out;
+// every other parameter must agree. Swin's fused qkv bias keeps its q and v thirds.
+torch::Tensor comparable_part(const std::string& name, const torch::Tensor& t) {
+  const auto ends_with = [&](const std::string& suffix) {
+    return name.size() >= suffix.size() && name.compare(name.size() - suffix.size(), suffix.size(), suffix) == 0;
+  };
+  if (ends_with("mha.Wk.bias")) return {};
+  if (ends_with("attn.qkv.bias")) {
+    const int64_t c = t.size(0) / 3;
+    return torch::cat({t.narrow(0, 0, c), t.narrow(0, 2 * c, c)});
+  }
+  return t;
+}
+
 double max_abs_difference(const QString& a, const QString& b) {
   const auto x = expnet::read_state_dict(a.toStdString());
   const auto y = expnet::read_state_dict(b.toStdString());
@@ -46,7 +63,9 @@ double max_abs_difference(const QString& a, const QString& b) {
   double worst = 0;
   for (size_t i = 0; i < x.size(); ++i) {
     if (x[i].first != y[i].first || x[i].second.sizes() != y[i].second.sizes()) return 1e9;
-    worst = std::max(worst, (x[i].second.to(torch::kDouble) - y[i].second.to(torch::kDouble)).abs().max().item<double>());
+    const auto p = comparable_part(x[i].first, x[i].second.to(torch::kDouble));
+    const auto q = comparable_part(y[i].first, y[i].second.to(torch::kDouble));
+    if (p.defined() && p.numel() > 0) worst = std::max(worst, (p - q).abs().max().item<double>());
   }
   return worst;
 }
@@ -99,7 +118,7 @@ class TestDistributed : public QObject {
     const double control = max_abs_difference(two + "/final.pth", single + "/final.pth");
     qInfo("max |2 ranks x b - 1 x 2b| = %g, max |2 ranks x b - 1 x b| = %g", same, control);
     QVERIFY2(same <= 1e-5, qPrintable(QString::number(same)));
-    QVERIFY2(control > 1e-3, qPrintable(QString::number(control)));
+    QVERIFY2(control > 1e-4, qPrintable(QString::number(control)));
 
     // Rank 0 alone wrote the run store: 9 optimizer steps, one validation.
     const auto csv = expnet_test::runProcess(expnet_test::cliPath(),

@@ -91,6 +91,9 @@ struct TrainBenchOptions {
 struct TrainBenchResult {
   int64_t parameters = 0, batch = 0, steps = 0;
   double images_per_s = 0;       // batch / median step time
+  // Process CPU time per step (all threads): on a loaded machine wall time
+  // stretches, this does not (with 1 thread: images per CPU-second).
+  double cpu_ms = 0, images_per_cpu_s = 0;
   // Median milliseconds per step of each phase (step = their sum, measured as one).
   double step_ms = 0, data_ms = 0, backbone_fwd_ms = 0, encdec_fwd_ms = 0, loss_ms = 0, backward_ms = 0,
          optimizer_ms = 0;

@@ -10,6 +10,7 @@
 #include <atomic>
 #include <chrono>
 #include <csignal>
+#include <ctime>
 #include <cmath>
 #include <filesystem>
 #include <fstream>
@@ -863,10 +864,16 @@ TrainBenchResult bench_training(const TrainBenchOptions& o) {
   for (const auto& p : params) r.parameters += p.numel();
   r.batch = o.batch;
   r.steps = o.steps;
-  std::vector<double> step, data, backbone, encdec, loss_t, backward, optim;
+  std::vector<double> step, data, backbone, encdec, loss_t, backward, optim, cpu;
+  const auto cpu_now_ms = [] {
+    timespec ts{};
+    clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
+    return 1e3 * static_cast<double>(ts.tv_sec) + 1e-6 * static_cast<double>(ts.tv_nsec);
+  };
   using clock = std::chrono::steady_clock;
   const auto ms = [](clock::time_point a, clock::time_point b) { return std::chrono::duration<double, std::milli>(b - a).count(); };
   for (int64_t i = 0; i < o.warmup + o.steps; ++i) {
+    const double c0 = cpu_now_ms();
     const auto t0 = clock::now();
     Batch batch = loader.next();
     const auto images = images_to_model_input(batch.images, static_cast<int>(mc.swin_img_size));
@@ -886,11 +893,13 @@ TrainBenchResult bench_training(const TrainBenchOptions& o) {
     optimizer.step();
     optimizer.zero_grad();
     const auto t6 = clock::now();
-    spdlog::info("step {}{}: {:.0f} ms (data {:.0f}, backbone fwd {:.0f}, enc+dec fwd {:.0f}, loss {:.0f}, backward {:.0f}, "
-                 "optimizer {:.0f}), loss {:.4f}", i + 1, i < o.warmup ? " (warm-up)" : "", ms(t0, t6), ms(t0, t1),
+    const double c6 = cpu_now_ms();
+    spdlog::info("step {}{}: {:.0f} ms (CPU {:.0f} ms) (data {:.0f}, backbone fwd {:.0f}, enc+dec fwd {:.0f}, loss {:.0f}, backward {:.0f}, "
+                 "optimizer {:.0f}), loss {:.4f}", i + 1, i < o.warmup ? " (warm-up)" : "", ms(t0, t6), c6 - c0, ms(t0, t1),
                  ms(t1, t2), ms(t2, t3), ms(t3, t4), ms(t4, t5), ms(t5, t6), loss.item<double>());
     if (i < o.warmup) continue;
     step.push_back(ms(t0, t6));
+    cpu.push_back(c6 - c0);
     data.push_back(ms(t0, t1));
     backbone.push_back(ms(t1, t2));
     encdec.push_back(ms(t2, t3));
@@ -905,6 +914,8 @@ TrainBenchResult bench_training(const TrainBenchOptions& o) {
   r.loss_ms = median_of(loss_t);
   r.backward_ms = median_of(backward);
   r.optimizer_ms = median_of(optim);
+  r.cpu_ms = median_of(cpu);
+  r.images_per_cpu_s = r.cpu_ms > 0 ? 1000.0 * static_cast<double>(o.batch) / r.cpu_ms : 0;
   r.images_per_s = r.step_ms > 0 ? 1000.0 * static_cast<double>(o.batch) / r.step_ms : 0;
   return r;
 }
