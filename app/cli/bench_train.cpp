@@ -4,6 +4,7 @@
 // each phase; medians over steps after warm-up.
 #include <nlohmann/json.hpp>
 
+#include <cstdlib>
 #include <fstream>
 #include <iostream>
 
@@ -51,6 +52,7 @@ void run(const RuntimeOptions& runtime, const Options& o) {
                                 {"batch", r.batch}, {"steps", r.steps}, {"warmup", o.warmup}, {"threads", torch_threads()},
                                 {"images_per_s", r.images_per_s}, {"cpu_ms_per_step", r.cpu_ms},
                                 {"images_per_cpu_s", r.images_per_cpu_s}, {"load_average", load_average()},
+                                {"omp_wait_policy", std::getenv("OMP_WAIT_POLICY") ? std::getenv("OMP_WAIT_POLICY") : "default"},
                                 {"median_ms", phases}}
                      .dump()
               << std::endl;

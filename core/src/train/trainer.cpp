@@ -735,13 +735,13 @@ void Trainer::run_stage(const StageConfig& stage) {
 
 TrainOutcome Trainer::run() {
   if (options_.out_dir.empty()) throw std::runtime_error("expnet train: --out DIR is required for a run folder");
-  fs::create_directories(options_.out_dir);
   device_ = torch::Device(options_.device);
   const bool cuda = device_.is_cuda();
   if (options_.autocast && !cuda)
     throw std::runtime_error("--autocast needs a CUDA device (--device cuda on a CUDA build of LibTorch): mixed precision "
                              "here is float16 autocast with loss scaling, which LibTorch 1.13 only provides on CUDA; "
                              "train without --autocast on the CPU");
+  fs::create_directories(options_.out_dir);
   const auto env = distributed_env_from_environment();
   if (env.active()) {
     if (cuda) device_ = torch::Device(torch::kCUDA, static_cast<c10::DeviceIndex>(env.local_rank));
