@@ -7,6 +7,7 @@
 #include <sstream>
 
 #include "command.h"
+#include "expnet/launch.h"
 #include "expnet/paths.h"
 #include "expnet/trainer.h"
 
@@ -15,8 +16,34 @@ namespace {
 
 struct Options {
   std::string config, preset, out, store, name;
-  bool resume = false, no_progress = false, json = false, print_config = false;
+  bool resume = false, no_progress = false, json = false, print_config = false, autocast = false;
+  int nproc = 0;
+  double dist_timeout = 60;
 };
+
+// --nproc N: the same command N times as ranks 0..N-1 on loopback (1 thread each
+// unless --threads says otherwise); the children see torchrun's variables.
+void launch(const RuntimeOptions& runtime, const Options& o, const std::string& out_dir) {
+  if (std::getenv("WORLD_SIZE")) throw std::runtime_error("expnet train --nproc: WORLD_SIZE is already set (launched by torchrun?); drop --nproc");
+  std::vector<std::string> args{"train", "--out", out_dir, "--threads", std::to_string(runtime.threads > 0 ? runtime.threads : 1),
+                                "--dist-timeout", std::to_string(o.dist_timeout)};
+  if (!o.config.empty()) args.insert(args.end(), {"--config", o.config});
+  if (!o.preset.empty()) args.insert(args.end(), {"--preset", o.preset});
+  if (!o.store.empty()) args.insert(args.end(), {"--store", o.store});
+  if (!o.name.empty()) args.insert(args.end(), {"--name", o.name});
+  if (!runtime.device.empty()) args.insert(args.end(), {"--device", runtime.device});
+  for (const auto& [on, flag] : {std::pair{o.resume, "--resume"}, {o.no_progress, "--no-progress"}, {o.json, "--json"},
+                                 {o.autocast, "--autocast"}})
+    if (on) args.emplace_back(flag);
+  LaunchOptions lo;
+  lo.nproc = o.nproc;
+  lo.child_args = args;
+  const int status = launch_local(lo);
+  if (status == 130) set_exit_code(130);  // interrupted (SIGINT/SIGTERM): checkpoint written
+  else if (status != 0)
+    throw std::runtime_error("expnet train --nproc " + std::to_string(o.nproc) + ": a rank failed (exit status " +
+                             std::to_string(status) + "); its error is above");
+}
 
 void run(const RuntimeOptions& runtime, const Options& o) {
   apply_runtime(runtime);
@@ -38,11 +65,19 @@ void run(const RuntimeOptions& runtime, const Options& o) {
   }
   TrainOptions t;
   t.out_dir = o.out.empty() ? ensure_dir(data_dir() + "/runs") + "/" + config.name : o.out;
+  if (o.dist_timeout <= 0) throw std::runtime_error("--dist-timeout must be positive (seconds)");
+  if (o.nproc > 0) return launch(runtime, o, t.out_dir);
+  t.dist_timeout_s = o.dist_timeout;
+  t.autocast = o.autocast;
   t.store_path = o.store;
   t.resume = o.resume;
   t.progress = !o.no_progress;
   t.device = runtime.device.empty() ? "cpu" : runtime.device;
   const auto outcome = run_training(config, t);
+  if (outcome.rank != 0) {  // distributed: rank 0 reports for all
+    if (outcome.status != "finished") set_exit_code(130);
+    return;
+  }
   if (o.json) {
     std::cout << nlohmann::json{{"status", outcome.status}, {"steps", outcome.steps},
                                 {"last_cider_d", outcome.last_cider_d}, {"final_checkpoint", outcome.final_checkpoint},
@@ -69,6 +104,10 @@ const bool registered = register_command({"train", 55, [](CLI::App& root) {
   c->add_flag("--no-progress", o->no_progress, "No progress bar on stderr");
   c->add_flag("--print-config", o->print_config, "Print the resolved config JSON and exit");
   c->add_flag("--json", o->json, "Print the outcome as one compact JSON object");
+  c->add_option("--nproc", o->nproc, "Data-parallel training in N local processes (Gloo on loopback, 1 thread each by default)")
+      ->check(CLI::Range(1, 256));
+  c->add_option("--dist-timeout", o->dist_timeout, "Distributed: seconds a rank waits for the others before failing (default 60)");
+  c->add_flag("--autocast", o->autocast, "Mixed precision (float16 autocast + loss scaling); CUDA devices only");
   c->callback([runtime, o] { run(*runtime, *o); });
 }});
 

@@ -34,6 +34,11 @@ struct LoaderOptions {
   int64_t max_words = 20;     // caption tokens kept (the reference's max_seq_len), before EOS
   bool training_splits = true;  // train + restval; false: the splits below
   std::vector<Split> splits;
+  // Data-parallel shard: every process plans the same global batches of
+  // batch_size items and builds only its contiguous slice
+  // [size*rank/count, size*(rank+1)/count) of each (disjoint, deterministic,
+  // resumable with the same state everywhere).
+  int shard_rank = 0, shard_count = 1;
 };
 
 // Where the loader is: the next batch is batch `position` of epoch `epoch`.

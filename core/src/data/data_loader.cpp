@@ -70,6 +70,8 @@ struct DataLoader::Impl {
       : dataset(d), vocabulary(std::move(v)), options(std::move(o)), source(std::move(s)) {
     if (options.batch_size < 1) throw std::invalid_argument("batch size must be at least 1");
     if (options.max_words < 1) throw std::invalid_argument("max words must be at least 1");
+    if (options.shard_count < 1 || options.shard_rank < 0 || options.shard_rank >= options.shard_count)
+      throw std::invalid_argument("loader shard rank must lie in 0..shard_count-1");
     for (size_t i = 0; i < dataset.images.size(); ++i) {
       const auto& image = dataset.images[i];
       const bool wanted = options.training_splits ? is_training_split(image.split)
@@ -149,7 +151,10 @@ struct DataLoader::Impl {
     Batch batch;
     batch.epoch = epoch;
     batch.position = position;
-    const auto& items_of_batch = (*plan)[static_cast<size_t>(position)];
+    const auto& global_batch = (*plan)[static_cast<size_t>(position)];
+    const size_t shards = static_cast<size_t>(options.shard_count), rank = static_cast<size_t>(options.shard_rank);
+    const std::vector<Item> items_of_batch(global_batch.begin() + static_cast<std::ptrdiff_t>(global_batch.size() * rank / shards),
+                                           global_batch.begin() + static_cast<std::ptrdiff_t>(global_batch.size() * (rank + 1) / shards));
     for (const Item& item : items_of_batch) {
       const auto& image = dataset.images[item.image];
       batch.image_indices.push_back(item.image);

@@ -4,10 +4,13 @@
 #include <nlohmann/json.hpp>
 #include <spdlog/spdlog.h>
 #include <torch/torch.h>
+#include <ATen/autocast_mode.h>
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <csignal>
+#include <ctime>
 #include <cmath>
 #include <filesystem>
 #include <fstream>
@@ -21,6 +24,7 @@
 #include "expnet/dataset.h"
 #include "expnet/decoder_state.h"
 #include "expnet/decoding.h"
+#include "expnet/distributed.h"
 #include "expnet/image.h"
 #include "expnet/metrics.h"
 #include "expnet/model.h"
@@ -206,12 +210,15 @@ struct Progress {
   int64_t iteration = 0;                      // micro-batches in this stage (scheduler)
   int64_t global_step = 0;                    // optimizer steps overall
   double best_cider = -1, last_cider = 0;
+  double loss_scale = 65536.0;                // autocast: dynamic loss scale
+  int64_t scale_good_steps = 0;
   std::vector<std::string> kept;               // checkpoint stems, oldest first
   std::string loader_state;
   json to_json() const {
     return {{"stage", stage},   {"epoch", epoch}, {"position", position}, {"iteration", iteration},
             {"global_step", global_step}, {"best_cider", best_cider}, {"last_cider", last_cider},
-            {"kept", kept},     {"loader_state", loader_state}};
+            {"kept", kept},     {"loader_state", loader_state}, {"loss_scale", loss_scale},
+            {"scale_good_steps", scale_good_steps}};
   }
   static Progress from_json(const json& j) {
     Progress p;
@@ -224,6 +231,8 @@ struct Progress {
     p.last_cider = j.at("last_cider");
     p.kept = j.at("kept").get<std::vector<std::string>>();
     p.loader_state = j.at("loader_state");
+    p.loss_scale = j.value("loss_scale", 65536.0);
+    p.scale_good_steps = j.value("scale_good_steps", int64_t{0});
     return p;
   }
 };
@@ -245,6 +254,11 @@ class Trainer {
   bool load_latest();
   std::string ckpt_dir() const { return options_.out_dir + "/checkpoints"; }
   std::vector<torch::Tensor> trainable(bool frozen) const;
+  bool rank0() const { return !group_ || group_->rank() == 0; }
+  int world() const { return group_ ? group_->size() : 1; }
+  void sync_parameters();
+  void update_loss_scale(bool finite);
+  std::vector<std::vector<int64_t>> gather_captions(const std::vector<std::vector<int64_t>>& mine);
   void draw_progress(const StageConfig& stage, int64_t done, int64_t total, double ips, double loss);
 
   TrainConfig config_;
@@ -263,6 +277,27 @@ class Trainer {
   Progress progress_;
   std::unordered_map<size_t, torch::Tensor> cache_;  // image -> backbone features (frozen stages)
   bool interrupted_ = false;
+  std::unique_ptr<ProcessGroup> group_;  // distributed runs only
+};
+
+// Autocast (CUDA float16) around a forward pass; a no-op when off.
+class AutocastScope {
+ public:
+  explicit AutocastScope(bool on) : on_(on) {
+    if (!on_) return;
+    at::autocast::set_enabled(true);
+    at::autocast::increment_nesting();
+  }
+  ~AutocastScope() {
+    if (!on_) return;
+    if (at::autocast::decrement_nesting() == 0) at::autocast::clear_cache();
+    at::autocast::set_enabled(false);
+  }
+  AutocastScope(const AutocastScope&) = delete;
+  AutocastScope& operator=(const AutocastScope&) = delete;
+
+ private:
+  bool on_;
 };
 
 void Trainer::prepare_data() {
@@ -270,7 +305,7 @@ void Trainer::prepare_data() {
   if (path == "shapes") {
     const std::string dir = options_.out_dir + "/shapes";
     path = dir + "/dataset_coco.json";  // what make-shapes writes
-    if (!fs::exists(path)) {
+    if (!fs::exists(path) && rank0()) {
       ShapesOptions so;
       so.out_dir = dir;
       so.images = config_.shapes_images;
@@ -356,16 +391,40 @@ class ModelStepDecoder : public StepDecoder {
   DecoderState state_;
 };
 
+std::vector<std::vector<int64_t>> Trainer::gather_captions(const std::vector<std::vector<int64_t>>& mine) {
+  // Rank r decoded validation images r, r+N, r+2N, ...: one padded id matrix
+  // per rank, gathered and interleaved back into validation order.
+  const int n = world();
+  const int64_t rows = (static_cast<int64_t>(val_images_.size()) + n - 1) / n;
+  const int64_t cols = config_.validation_max_len + 3;
+  auto local = torch::full({rows, cols}, -1, torch::kLong);
+  for (size_t j = 0; j < mine.size(); ++j)
+    for (size_t t = 0; t < mine[j].size() && static_cast<int64_t>(t) < cols; ++t)
+      local[static_cast<int64_t>(j)][static_cast<int64_t>(t)] = mine[j][t];
+  const auto all = group_->all_gather(local.to(device_));
+  std::vector<std::vector<int64_t>> out(val_images_.size());
+  for (size_t k = 0; k < val_images_.size(); ++k) {
+    const auto row = all[k % static_cast<size_t>(n)][static_cast<int64_t>(k / static_cast<size_t>(n))].to(torch::kCPU);
+    for (int64_t t = 0; t < cols && row[t].item<int64_t>() >= 0; ++t) out[k].push_back(row[t].item<int64_t>());
+  }
+  return out;
+}
+
 ValidationRecord Trainer::validate() {
   torch::NoGradGuard no_grad;
   model_->eval();
   EvalSet set;
   std::vector<SampleCaption> samples;
+  // Distributed: every rank decodes its share, rank 0 scores them all.
+  std::vector<size_t> mine;
+  for (size_t k = static_cast<size_t>(group_ ? group_->rank() : 0); k < val_images_.size(); k += static_cast<size_t>(world()))
+    mine.push_back(k);
+  std::vector<std::vector<int64_t>> decoded;
   const size_t chunk = 16;
-  for (size_t b = 0; b < val_images_.size(); b += chunk) {
-    const size_t e = std::min(val_images_.size(), b + chunk);
+  for (size_t b = 0; b < mine.size(); b += chunk) {
+    const size_t e = std::min(mine.size(), b + chunk);
     std::vector<cv::Mat> mats;
-    for (size_t k = b; k < e; ++k) mats.push_back(load_image_rgb(dataset_.image_path(dataset_.images[val_images_[k]])));
+    for (size_t k = b; k < e; ++k) mats.push_back(load_image_rgb(dataset_.image_path(dataset_.images[val_images_[mine[k]]])));
     const auto feats = model_->backbone(images_to_model_input(mats, static_cast<int>(model_config_.swin_img_size)).to(device_));
     ModelStepDecoder decoder(model_, model_->encode(feats));
     DecodingOptions opt;
@@ -377,10 +436,15 @@ ValidationRecord Trainer::validate() {
     special.sos = vocab_->sos_id();
     special.eos = vocab_->eos_id();
     const auto results = decode(decoder, static_cast<int64_t>(e - b), special, opt);
-    for (size_t k = b; k < e; ++k) {
+    for (size_t k = b; k < e; ++k) decoded.push_back(results[k - b].hypotheses.front().tokens);
+  }
+  if (group_) decoded = gather_captions(decoded);
+  if (!rank0()) return {};
+  {
+    for (size_t k = 0; k < val_images_.size(); ++k) {
       const auto& img = dataset_.images[val_images_[k]];
       std::string text;
-      for (int64_t id : results[k - b].hypotheses.front().tokens) {
+      for (int64_t id : decoded[k]) {
         if (id == vocab_->sos_id() || id == vocab_->eos_id()) continue;
         text += (text.empty() ? "" : " ") + vocab_->words()[static_cast<size_t>(id)];
       }
@@ -408,6 +472,7 @@ ValidationRecord Trainer::validate() {
 }
 
 void Trainer::save(bool end_of_epoch, bool best) {
+  if (!rank0()) return;  // one writer; the others load the same files on --resume
   fs::create_directories(ckpt_dir());
   CheckpointMetadata meta;
   meta.config_json = config_.model_json;
@@ -461,14 +526,36 @@ bool Trainer::load_latest() {
     optimizer_ = std::make_unique<RAdam>(trainable(stage.frozen_backbone), RAdamOptions(stage.lr));
     optimizer_->load(opt);
   }
-  store_->truncate_after(run_id_, progress_.global_step);
+  if (store_) store_->truncate_after(run_id_, progress_.global_step);
   spdlog::info("resumed from {} (stage {}, epoch {}, batch {}, step {})", stem, progress_.stage, progress_.epoch,
                progress_.position, progress_.global_step);
   return true;
 }
 
+void Trainer::update_loss_scale(bool finite) {
+  // Dynamic loss scaling as torch.cuda.amp.GradScaler: halve on overflow (the
+  // step was skipped by the finite guard), double after 2000 clean steps.
+  if (!finite) {
+    progress_.loss_scale = std::max(1.0, progress_.loss_scale / 2);
+    progress_.scale_good_steps = 0;
+  } else if (++progress_.scale_good_steps >= 2000) {
+    progress_.loss_scale *= 2;
+    progress_.scale_good_steps = 0;
+  }
+}
+
+void Trainer::sync_parameters() {
+  // Every rank builds and loads the same model; rank 0's copy is made the truth anyway.
+  torch::NoGradGuard no_grad;
+  for (auto& p : model_->parameters()) {
+    auto data = p.data();
+    group_->broadcast(data);
+  }
+  for (auto& b : model_->buffers()) group_->broadcast(b);
+}
+
 void Trainer::draw_progress(const StageConfig& stage, int64_t done, int64_t total, double ips, double loss) {
-  if (!options_.progress) return;
+  if (!options_.progress || !rank0()) return;
   const int width = 24;
   const int filled = total > 0 ? static_cast<int>(width * done / total) : 0;
   const double eta = ips > 0 ? (total - done) * static_cast<double>(stage.batch) / ips : 0;
@@ -484,7 +571,11 @@ void Trainer::run_stage(const StageConfig& stage) {
   const bool scst = stage.objective == "scst";
   LoaderOptions lo;
   lo.mode = scst ? SamplingMode::ImageWise : SamplingMode::CaptionWise;
-  lo.batch_size = stage.batch;
+  // Distributed: the loader plans global batches of batch x world items and
+  // this rank builds its slice, so N ranks of batch b train like one of N*b.
+  lo.batch_size = stage.batch * world();
+  lo.shard_rank = group_ ? group_->rank() : 0;
+  lo.shard_count = world();
   lo.seed = config_.seed + static_cast<uint64_t>(progress_.stage) * 1000003ULL;
   lo.workers = config_.workers;
   lo.max_words = config_.validation_max_len;
@@ -494,7 +585,7 @@ void Trainer::run_stage(const StageConfig& stage) {
     for (size_t i = 0; i < dataset_.images.size(); ++i)
       if (is_training_split(dataset_.images[i].split)) train.push_back(i);
     cache_.clear();  // features of the backbone as it is now (stage C after B)
-    spdlog::info("stage {}: extracting backbone features of {} images", stage.name, train.size());
+    if (rank0()) spdlog::info("stage {}: extracting backbone features of {} images", stage.name, train.size());
     extract_cache(train);
   } else {
     source = [](const std::string& path) { return load_image_rgb(path); };
@@ -527,37 +618,75 @@ void Trainer::run_stage(const StageConfig& stage) {
       std::vector<StepRecord> records;
       double step_loss = 0;
       int64_t step_images = 0;
+      // Distributed: dropout/sampling streams differ per rank but stay a pure
+      // function of (seed, step, rank), so --resume stays exact.
+      if (group_)
+        torch::manual_seed(config_.seed * 1000003ULL + static_cast<uint64_t>(progress_.global_step) * 7919ULL +
+                           static_cast<uint64_t>(group_->rank()));
       for (int64_t micro = 0; micro < stage.accumulate && progress_.position < per_epoch; ++micro) {
         optimizer_->param_groups()[0].options().set_lr(schedule.rate(progress_.iteration));
         Batch batch = loader.next();
-        torch::Tensor feats;
-        if (stage.frozen_backbone) {
-          torch::NoGradGuard ng;
-          feats = features_for(batch.image_indices, batch.images, true);
-        } else {
-          feats = features_for(batch.image_indices, batch.images, false);
+        // XE is normalised by the non-pad target count of the whole (global) batch.
+        int64_t local_tokens = 0;
+        if (!scst && batch.size() > 0)
+          for (size_t k = 0; k < batch.tokens.size(); ++k)
+            if (k % static_cast<size_t>(batch.length) != 0 && batch.tokens[k] != vocab_->pad_id()) ++local_tokens;
+        double global_tokens = static_cast<double>(local_tokens);
+        if (group_ && !scst) {
+          auto count = torch::full({1}, static_cast<double>(local_tokens), torch::kDouble);
+          group_->all_reduce_sum(count);
+          global_tokens = count.item<double>();
         }
         torch::Tensor loss;
-        if (scst) {
-          std::vector<size_t> idx;
-          for (size_t i : batch.image_indices) idx.push_back(reward_index_.at(i));
-          loss = scst_loss(*model_, feats, idx, *reward_, so).loss;
-        } else {
-          const auto tokens = torch::from_blob(batch.tokens.data(),
-                                               {static_cast<int64_t>(batch.size()), batch.length}, torch::kLong)
-                                  .clone().to(device_);
-          const auto input = tokens.narrow(1, 0, batch.length - 1);
-          const auto target = tokens.narrow(1, 1, batch.length - 1);
-          const auto enc = model_->encode(feats);
-          const auto lp = model_->decode(enc, input, causal_self_mask(input, vocab_->pad_id()));
-          loss = label_smoothing_loss(lp, target, vocab_->pad_id(), 0.1);
+        if (batch.size() > 0) {  // the last global batch may leave a rank nothing
+          AutocastScope autocast(options_.autocast);
+          torch::Tensor feats;
+          if (stage.frozen_backbone) {
+            torch::NoGradGuard ng;
+            feats = features_for(batch.image_indices, batch.images, true);
+          } else {
+            feats = features_for(batch.image_indices, batch.images, false);
+          }
+          if (scst) {
+            std::vector<size_t> idx;
+            for (size_t i : batch.image_indices) idx.push_back(reward_index_.at(i));
+            // Gradients are summed over ranks: each contributes its mean / N.
+            loss = scst_loss(*model_, feats, idx, *reward_, so).loss / static_cast<double>(world());
+          } else {
+            const auto tokens = torch::from_blob(batch.tokens.data(),
+                                                 {static_cast<int64_t>(batch.size()), batch.length}, torch::kLong)
+                                    .clone().to(device_);
+            const auto input = tokens.narrow(1, 0, batch.length - 1);
+            const auto target = tokens.narrow(1, 1, batch.length - 1);
+            const auto enc = model_->encode(feats);
+            const auto lp = model_->decode(enc, input, causal_self_mask(input, vocab_->pad_id())).to(torch::kFloat);
+            loss = label_smoothing_loss(lp, target, vocab_->pad_id(), 0.1);
+            if (group_ && global_tokens > 0) loss = loss * (static_cast<double>(local_tokens) / global_tokens);
+          }
         }
-        loss.backward();
-        step_loss += loss.item<double>();
+        if (loss.defined()) {
+          if (options_.autocast) (loss * progress_.loss_scale).backward();
+          else loss.backward();
+          step_loss += loss.item<double>();
+        }
         step_images += static_cast<int64_t>(batch.size());
         ++progress_.iteration;
         ++progress_.position;
         progress_.loader_state = loader.state().to_json();
+      }
+      // Distributed: one flattened all-reduce of the gradients, carrying the
+      // loss, the image count and the stop request, so all ranks decide alike.
+      bool stop = g_stop_signal != 0;
+      if (group_) {
+        const auto sums = all_reduce_gradients(*group_, params, {step_loss, static_cast<double>(step_images), stop ? 1.0 : 0.0});
+        step_loss = sums[0];
+        step_images = static_cast<int64_t>(std::llround(sums[1]));
+        stop = sums[2] > 0;
+      }
+      if (options_.autocast) {
+        torch::NoGradGuard ng;
+        for (auto& p : params)
+          if (p.grad().defined()) p.mutable_grad().div_(progress_.loss_scale);
       }
       // NaN/inf guard: the update is skipped (and recorded) when the loss or the gradient is not finite.
       const double max_norm = stage.clip > 0 ? stage.clip : std::numeric_limits<double>::infinity();
@@ -565,15 +694,16 @@ void Trainer::run_stage(const StageConfig& stage) {
       const bool finite = std::isfinite(step_loss) && std::isfinite(grad_norm);
       if (finite) optimizer_->step();
       optimizer_->zero_grad();
+      if (options_.autocast) update_loss_scale(finite);
       ++progress_.global_step;
       images_seen += step_images;
       running_loss = step_loss;
       const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
       const double ips = secs > 0 ? images_seen / secs : 0;
-      store_->log_step({run_id_, progress_.stage, progress_.epoch, progress_.global_step, step_loss,
+      if (store_) store_->log_step({run_id_, progress_.stage, progress_.epoch, progress_.global_step, step_loss,
                         optimizer_->param_groups()[0].options().get_lr(), grad_norm, ips, !finite});
       draw_progress(stage, progress_.position, per_epoch, ips, running_loss);
-      if (g_stop_signal) {
+      if (stop) {
         save(false, false);
         interrupted_ = true;
         return;
@@ -582,12 +712,12 @@ void Trainer::run_stage(const StageConfig& stage) {
           progress_.position < per_epoch)
         save(false, false);
     }
-    if (options_.progress) std::fprintf(stderr, "\n");
+    if (options_.progress && rank0()) std::fprintf(stderr, "\n");
     const auto v = validate();
     progress_.last_cider = v.cider_d;
     const bool best = v.cider_d > progress_.best_cider;
     if (best) progress_.best_cider = v.cider_d;
-    spdlog::info("stage {} epoch {}: loss {:.4f}, BLEU-1 {:.4f}, BLEU-4 {:.4f}, ROUGE-L {:.4f}, CIDEr-D {:.4f}",
+    if (rank0()) spdlog::info("stage {} epoch {}: loss {:.4f}, BLEU-1 {:.4f}, BLEU-4 {:.4f}, ROUGE-L {:.4f}, CIDEr-D {:.4f}",
                  stage.name, progress_.epoch + 1, running_loss, v.bleu1, v.bleu4, v.rouge_l, v.cider_d);
     // Skip what is left of a capped epoch so the next epoch starts at its first batch.
     LoaderState next;
@@ -605,24 +735,50 @@ void Trainer::run_stage(const StageConfig& stage) {
 
 TrainOutcome Trainer::run() {
   if (options_.out_dir.empty()) throw std::runtime_error("expnet train: --out DIR is required for a run folder");
-  fs::create_directories(options_.out_dir);
   device_ = torch::Device(options_.device);
-  store_ = std::make_unique<RunStore>(options_.store_path.empty() ? options_.out_dir + "/runs.sqlite" : options_.store_path);
+  const bool cuda = device_.is_cuda();
+  if (options_.autocast && !cuda)
+    throw std::runtime_error("--autocast needs a CUDA device (--device cuda on a CUDA build of LibTorch): mixed precision "
+                             "here is float16 autocast with loss scaling, which LibTorch 1.13 only provides on CUDA; "
+                             "train without --autocast on the CPU");
+  fs::create_directories(options_.out_dir);
+  const auto env = distributed_env_from_environment();
+  if (env.active()) {
+    if (cuda) device_ = torch::Device(torch::kCUDA, static_cast<c10::DeviceIndex>(env.local_rank));
+    const auto timeout = std::chrono::milliseconds(static_cast<int64_t>(options_.dist_timeout_s * 1000));
+    group_ = std::make_unique<ProcessGroup>(env, timeout, options_.device);
+    if (!rank0()) spdlog::set_level(spdlog::level::warn);  // one voice: rank 0 logs progress
+    spdlog::info("distributed: {} ranks ({}), rank 0 writes checkpoints and the run store", env.world_size,
+                 cuda ? "NCCL" : "Gloo");
+  }
+  if (rank0())
+    store_ = std::make_unique<RunStore>(options_.store_path.empty() ? options_.out_dir + "/runs.sqlite" : options_.store_path);
+  // Rank 0 generates a missing shapes set; the others wait for it (generation can outlast the collective timeout).
+  if (group_ && !rank0()) group_->wait_flag("data", std::chrono::hours(1));
   prepare_data();
+  if (group_ && rank0()) group_->set_flag("data");
   build_model();
-  const auto existing = store_->find_run_by_name(config_.name);
   if (options_.resume) {
-    if (!existing) throw std::runtime_error("--resume: no run named '" + config_.name + "' in " + store_->path());
-    run_id_ = existing->id;
-    load_latest();
+    if (store_) {
+      const auto existing = store_->find_run_by_name(config_.name);
+      if (!existing) throw std::runtime_error("--resume: no run named '" + config_.name + "' in " + store_->path());
+      run_id_ = existing->id;
+    }
+    load_latest();  // no checkpoint yet (killed early): the run starts over under its name
   } else {
     if (fs::exists(ckpt_dir() + "/latest.json"))
       throw std::runtime_error("run folder '" + options_.out_dir + "' already has checkpoints: use --resume or another --out");
-    run_id_ = store_->create_run(config_.name, config_.to_json(), fs::absolute(options_.out_dir).string());
-    for (size_t i = 0; i < config_.stages.size(); ++i)
-      store_->add_stage(run_id_, static_cast<int64_t>(i), config_.stages[i].name, stage_to_json(config_.stages[i]).dump());
+    if (store_) {
+      run_id_ = store_->create_run(config_.name, config_.to_json(), fs::absolute(options_.out_dir).string());
+      for (size_t i = 0; i < config_.stages.size(); ++i)
+        store_->add_stage(run_id_, static_cast<int64_t>(i), config_.stages[i].name, stage_to_json(config_.stages[i]).dump());
+    }
   }
-  store_->set_status(run_id_, "running");
+  if (group_) {
+    sync_parameters();
+    group_->barrier();  // every rank is ready (and rank 0 made its run) before the first step
+  }
+  if (store_) store_->set_status(run_id_, "running");
   auto old_int = std::signal(SIGINT, on_stop_signal);
   auto old_term = std::signal(SIGTERM, on_stop_signal);
   for (; progress_.stage < static_cast<int64_t>(config_.stages.size()); ++progress_.stage) {
@@ -639,14 +795,16 @@ TrainOutcome Trainer::run() {
   outcome.status = interrupted_ ? "interrupted" : "finished";
   outcome.last_cider_d = progress_.last_cider;
   outcome.steps = progress_.global_step;
-  if (!interrupted_) {
+  outcome.rank = group_ ? group_->rank() : 0;
+  if (!interrupted_ && rank0()) {
     CheckpointMetadata meta;
     meta.config_json = config_.model_json;
     meta.vocabulary_json = vocab_->to_json();
     outcome.final_checkpoint = options_.out_dir + "/final.pth";
     save_checkpoint(outcome.final_checkpoint, module_state(*model_), meta);
   }
-  store_->set_status(run_id_, outcome.status);
+  if (store_) store_->set_status(run_id_, outcome.status);
+  if (group_) group_->barrier();  // nobody leaves before rank 0 has written final.pth
   return outcome;
 }
 
@@ -656,6 +814,110 @@ TrainOutcome run_training(const TrainConfig& config, const TrainOptions& options
   g_stop_signal = 0;
   Trainer trainer(config, options);
   return trainer.run();
+}
+
+// ---------------------------------------------------------------- bench
+
+namespace {
+
+double median_of(std::vector<double> v) {
+  if (v.empty()) return 0;
+  std::sort(v.begin(), v.end());
+  const size_t n = v.size();
+  return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
+}
+
+}  // namespace
+
+TrainBenchResult bench_training(const TrainBenchOptions& o) {
+  if (o.batch < 1 || o.steps < 1 || o.warmup < 0) throw std::runtime_error("bench train: --batch and --steps must be >= 1, --warmup >= 0");
+  const ModelConfig mc = o.model_json.empty() ? shapes_demo_model_config() : ModelConfig::from_json(o.model_json, "bench train model");
+  std::string json_path = o.data_dir + "/dataset_coco.json";
+  if (!fs::exists(json_path)) {
+    ShapesOptions so;
+    so.out_dir = o.data_dir;
+    so.images = o.shapes_images;
+    so.seed = o.seed;
+    spdlog::info("generating {} shapes images into {}", so.images, so.out_dir);
+    json_path = make_shapes_dataset(so).json_path;
+  }
+  const Dataset dataset = load_dataset(json_path);
+  const Vocabulary vocab = build_vocabulary(dataset, 1).vocabulary;
+  torch::manual_seed(static_cast<uint64_t>(o.seed));
+  ExpansionNet model(mc, static_cast<int64_t>(vocab.size()));
+  DropoutRates rates;
+  rates.enc = rates.dec = rates.enc_input = rates.dec_input = rates.other = o.dropout;
+  rates.swin_drop_path = o.drop_path;
+  model->set_dropout(rates);
+  model->train();
+  LoaderOptions lo;
+  lo.mode = SamplingMode::CaptionWise;
+  lo.batch_size = o.batch;
+  lo.seed = o.seed;
+  lo.workers = o.workers;
+  lo.max_words = 20;
+  DataLoader loader(dataset, vocab, lo, [](const std::string& path) { return load_image_rgb(path); });
+  const auto params = model->parameters();
+  RAdam optimizer(params, RAdamOptions(1e-4));
+
+  TrainBenchResult r;
+  for (const auto& p : params) r.parameters += p.numel();
+  r.batch = o.batch;
+  r.steps = o.steps;
+  std::vector<double> step, data, backbone, encdec, loss_t, backward, optim, cpu;
+  const auto cpu_now_ms = [] {
+    timespec ts{};
+    clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
+    return 1e3 * static_cast<double>(ts.tv_sec) + 1e-6 * static_cast<double>(ts.tv_nsec);
+  };
+  using clock = std::chrono::steady_clock;
+  const auto ms = [](clock::time_point a, clock::time_point b) { return std::chrono::duration<double, std::milli>(b - a).count(); };
+  for (int64_t i = 0; i < o.warmup + o.steps; ++i) {
+    const double c0 = cpu_now_ms();
+    const auto t0 = clock::now();
+    Batch batch = loader.next();
+    const auto images = images_to_model_input(batch.images, static_cast<int>(mc.swin_img_size));
+    const auto tokens = torch::from_blob(batch.tokens.data(), {static_cast<int64_t>(batch.size()), batch.length}, torch::kLong).clone();
+    const auto t1 = clock::now();
+    const auto feats = model->backbone(images);
+    const auto t2 = clock::now();
+    const auto input = tokens.narrow(1, 0, batch.length - 1);
+    const auto target = tokens.narrow(1, 1, batch.length - 1);
+    const auto lp = model->decode(model->encode(feats), input, causal_self_mask(input, vocab.pad_id()));
+    const auto t3 = clock::now();
+    const auto loss = label_smoothing_loss(lp, target, vocab.pad_id(), 0.1);
+    const auto t4 = clock::now();
+    loss.backward();
+    const auto t5 = clock::now();
+    torch::nn::utils::clip_grad_norm_(params, 1.0);
+    optimizer.step();
+    optimizer.zero_grad();
+    const auto t6 = clock::now();
+    const double c6 = cpu_now_ms();
+    spdlog::info("step {}{}: {:.0f} ms (CPU {:.0f} ms) (data {:.0f}, backbone fwd {:.0f}, enc+dec fwd {:.0f}, loss {:.0f}, backward {:.0f}, "
+                 "optimizer {:.0f}), loss {:.4f}", i + 1, i < o.warmup ? " (warm-up)" : "", ms(t0, t6), c6 - c0, ms(t0, t1),
+                 ms(t1, t2), ms(t2, t3), ms(t3, t4), ms(t4, t5), ms(t5, t6), loss.item<double>());
+    if (i < o.warmup) continue;
+    step.push_back(ms(t0, t6));
+    cpu.push_back(c6 - c0);
+    data.push_back(ms(t0, t1));
+    backbone.push_back(ms(t1, t2));
+    encdec.push_back(ms(t2, t3));
+    loss_t.push_back(ms(t3, t4));
+    backward.push_back(ms(t4, t5));
+    optim.push_back(ms(t5, t6));
+  }
+  r.step_ms = median_of(step);
+  r.data_ms = median_of(data);
+  r.backbone_fwd_ms = median_of(backbone);
+  r.encdec_fwd_ms = median_of(encdec);
+  r.loss_ms = median_of(loss_t);
+  r.backward_ms = median_of(backward);
+  r.optimizer_ms = median_of(optim);
+  r.cpu_ms = median_of(cpu);
+  r.images_per_cpu_s = r.cpu_ms > 0 ? 1000.0 * static_cast<double>(o.batch) / r.cpu_ms : 0;
+  r.images_per_s = r.step_ms > 0 ? 1000.0 * static_cast<double>(o.batch) / r.step_ms : 0;
+  return r;
 }
 
 }  // namespace expnet

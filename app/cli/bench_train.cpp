@@ -1,0 +1,86 @@
+// expnet bench train: images/s of end-to-end XE training (loader with image
+// decoding, backbone, encoder, decoder, loss, backward, RAdam) at the issue's
+// calibration configuration (the shapes-demo model, batch 32), with the time of
+// each phase; medians over steps after warm-up.
+#include <nlohmann/json.hpp>
+
+#include <cstdlib>
+#include <fstream>
+#include <iostream>
+
+#include "command.h"
+#include "expnet/model_config.h"
+#include "expnet/paths.h"
+#include "expnet/trainer.h"
+
+namespace expnet::cli {
+namespace {
+
+struct Options {
+  std::string model, data;
+  int64_t batch = 32, steps = 10, warmup = 3, images = 300;
+  int workers = 2;
+  bool json = false;
+};
+
+// The 1-minute load average: figures taken on a busy machine say so.
+double load_average() {
+  std::ifstream in("/proc/loadavg");
+  double value = -1;
+  in >> value;
+  return value;
+}
+
+void run(const RuntimeOptions& runtime, const Options& o) {
+  apply_runtime(runtime);
+  if (!runtime.device.empty() && runtime.device != "cpu")
+    throw std::runtime_error("bench train: measures the CPU trainer; --device " + runtime.device + " is not supported here");
+  TrainBenchOptions b;
+  if (!o.model.empty()) b.model_json = resolve_model_config(o.model).to_json();
+  b.data_dir = o.data.empty() ? ensure_dir(cache_dir() + "/bench-train") + "/shapes-" + std::to_string(o.images) : o.data;
+  b.shapes_images = o.images;
+  b.batch = o.batch;
+  b.steps = o.steps;
+  b.warmup = o.warmup;
+  b.workers = o.workers;
+  const auto r = bench_training(b);
+  const nlohmann::json phases = {{"step", r.step_ms},         {"data", r.data_ms},        {"backbone_fwd", r.backbone_fwd_ms},
+                                 {"encdec_fwd", r.encdec_fwd_ms}, {"loss", r.loss_ms}, {"backward", r.backward_ms},
+                                 {"optimizer", r.optimizer_ms}};
+  if (o.json) {
+    std::cout << nlohmann::json{{"model", o.model.empty() ? "shapes-demo" : o.model}, {"parameters", r.parameters},
+                                {"batch", r.batch}, {"steps", r.steps}, {"warmup", o.warmup}, {"threads", torch_threads()},
+                                {"images_per_s", r.images_per_s}, {"cpu_ms_per_step", r.cpu_ms},
+                                {"images_per_cpu_s", r.images_per_cpu_s}, {"load_average", load_average()},
+                                {"omp_wait_policy", std::getenv("OMP_WAIT_POLICY") ? std::getenv("OMP_WAIT_POLICY") : "default"},
+                                {"median_ms", phases}}
+                     .dump()
+              << std::endl;
+    return;
+  }
+  std::cout << "XE training, " << (o.model.empty() ? "shapes-demo" : o.model) << " model (" << r.parameters
+            << " parameters), batch " << r.batch << ", " << torch_threads() << " threads, median of " << r.steps
+            << " steps:\n  " << r.images_per_s << " images/s (" << r.step_ms << " ms per step; CPU " << r.cpu_ms
+            << " ms, " << r.images_per_cpu_s << " images per CPU-second)\n  load average " << load_average() << "\n";
+  for (const auto& [name, value] : phases.items())
+    if (name != "step") std::cout << "  " << name << " " << value.get<double>() << " ms\n";
+}
+
+const bool registered = register_command({"bench train", 205, [](CLI::App& root) {
+  auto* bench = command_group(root, "bench", "Benchmarks (medians over repeated runs)");
+  auto* command = bench->add_subcommand("train", "Images/s of end-to-end XE training steps on the shapes set");
+  auto runtime = add_runtime_options(command);
+  auto o = std::make_shared<Options>();
+  command->add_option("--model", o->model, "Model preset or config JSON (default: the shapes-demo calibration model)");
+  command->add_option("--data", o->data, "Shapes dataset folder (generated when absent; default: in the cache dir)");
+  command->add_option("--images", o->images, "Images to generate when the dataset is absent (default 300)");
+  command->add_option("--batch", o->batch, "Pairs per step (default 32)");
+  command->add_option("--steps", o->steps, "Timed steps (default 10)");
+  command->add_option("--warmup", o->warmup, "Untimed steps first (default 3)");
+  command->add_option("--workers", o->workers, "Image decoding threads of the loader (default 2)");
+  command->add_flag("--json", o->json, "One compact JSON object on stdout");
+  command->callback([runtime, o] { run(*runtime, *o); });
+}});
+
+}  // namespace
+}  // namespace expnet::cli

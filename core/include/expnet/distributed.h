@@ -1,0 +1,67 @@
+// Data-parallel training over processes with LibTorch's c10d (Gloo on CPU, NCCL
+// on CUDA builds that have it). The c10d headers stay in core/src/train/
+// distributed.cpp; this header only needs tensors. See docs/training.md
+// ("Distributed").
+#pragma once
+
+#include <ATen/core/Tensor.h>
+
+#include <chrono>
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace expnet {
+
+// Where this process sits in the job, as torchrun describes it.
+struct DistributedEnv {
+  int rank = 0, world_size = 1, local_rank = 0;
+  std::string master_addr = "127.0.0.1";
+  int master_port = 29500;
+  bool active() const { return world_size > 1; }
+};
+
+// Reads RANK, WORLD_SIZE, LOCAL_RANK, MASTER_ADDR, MASTER_PORT. Without
+// WORLD_SIZE (or with 1) the result is a single process. Throws
+// std::runtime_error naming the variable when one is malformed or missing.
+DistributedEnv distributed_env_from_environment();
+
+// Whether this build can create a process group for `device` ("cpu": Gloo,
+// "cuda...": NCCL); when not, `why` says what is missing.
+bool distributed_available(const std::string& device, std::string* why = nullptr);
+
+// A process group: rank 0 hosts the TCP rendezvous store on MASTER_ADDR:MASTER_PORT.
+// Every collective fails (throws std::runtime_error) instead of hanging when a
+// peer dies or does not answer within `timeout`.
+class ProcessGroup {
+ public:
+  ProcessGroup(const DistributedEnv& env, std::chrono::milliseconds timeout, const std::string& device);
+  ~ProcessGroup();
+  ProcessGroup(const ProcessGroup&) = delete;
+  ProcessGroup& operator=(const ProcessGroup&) = delete;
+
+  int rank() const;
+  int size() const;
+  void all_reduce_sum(at::Tensor& tensor);   // in place
+  void all_reduce_max(at::Tensor& tensor);   // in place
+  void broadcast(at::Tensor& tensor, int root = 0);  // in place
+  // Every rank's tensor (same shape and type everywhere), in rank order.
+  std::vector<at::Tensor> all_gather(const at::Tensor& tensor);
+  void barrier();
+  // Rendezvous-store flags: rank 0 announces a step that others wait for
+  // (e.g. the generated dataset), with its own timeout.
+  void set_flag(const std::string& key);
+  void wait_flag(const std::string& key, std::chrono::milliseconds timeout);
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
+// Sums the gradients of `params` over the group in one flattened all-reduce
+// (gradients that no rank produced stay undefined) and appends `extra`
+// scalars to the same message; returns the summed extras.
+std::vector<double> all_reduce_gradients(ProcessGroup& group, const std::vector<at::Tensor>& params,
+                                         const std::vector<double>& extra);
+
+}  // namespace expnet

@@ -1,0 +1,224 @@
+// c10d process groups for data-parallel training (see expnet/distributed.h).
+// Debian's LibTorch 1.13 ships c10d with Gloo in libtorch_cpu; the headers only
+// declare it under USE_C10D_GLOO (set for this file in core/CMakeLists.txt when
+// the Gloo headers exist). CUDA builds add NCCL when its header is there.
+#include "expnet/distributed.h"
+
+#include <torch/torch.h>
+
+#if defined(EXPNET_HAVE_GLOO)
+#include <torch/csrc/distributed/c10d/ProcessGroupGloo.hpp>
+#include <torch/csrc/distributed/c10d/TCPStore.hpp>
+#endif
+#if defined(EXPNET_HAVE_NCCL)
+#include <torch/csrc/distributed/c10d/ProcessGroupNCCL.hpp>
+#endif
+
+#include <cstdlib>
+#include <stdexcept>
+
+namespace expnet {
+
+namespace {
+
+int env_int(const char* name, int fallback, bool required) {
+  const char* value = std::getenv(name);
+  if (!value || !*value) {
+    if (required) throw std::runtime_error(std::string("distributed launch: ") + name + " is not set (torchrun sets RANK, WORLD_SIZE, MASTER_ADDR, MASTER_PORT; or use expnet train --nproc N)");
+    return fallback;
+  }
+  char* end = nullptr;
+  const long parsed = std::strtol(value, &end, 10);
+  if (*end || parsed < 0 || parsed > 1000000)
+    throw std::runtime_error(std::string("distributed launch: ") + name + "='" + value + "' is not a non-negative integer");
+  return static_cast<int>(parsed);
+}
+
+}  // namespace
+
+DistributedEnv distributed_env_from_environment() {
+  DistributedEnv env;
+  env.world_size = std::max(1, env_int("WORLD_SIZE", 1, false));
+  if (env.world_size == 1) return env;
+  env.rank = env_int("RANK", 0, true);
+  env.local_rank = env_int("LOCAL_RANK", env.rank, false);
+  env.master_port = env_int("MASTER_PORT", 0, true);
+  if (const char* addr = std::getenv("MASTER_ADDR"); addr && *addr) env.master_addr = addr;
+  else throw std::runtime_error("distributed launch: MASTER_ADDR is not set (the address of rank 0)");
+  if (env.rank >= env.world_size)
+    throw std::runtime_error("distributed launch: RANK " + std::to_string(env.rank) + " is not below WORLD_SIZE " +
+                             std::to_string(env.world_size));
+  if (env.master_port < 1 || env.master_port > 65535)
+    throw std::runtime_error("distributed launch: MASTER_PORT " + std::to_string(env.master_port) + " is not a TCP port");
+  return env;
+}
+
+bool distributed_available(const std::string& device, std::string* why) {
+  const bool cuda = device.rfind("cuda", 0) == 0;
+#if defined(EXPNET_HAVE_NCCL)
+  if (cuda) return true;
+#endif
+#if defined(EXPNET_HAVE_GLOO)
+  if (!cuda) return true;
+#endif
+  if (why)
+    *why = cuda ? "this build has no NCCL process group (needs a CUDA LibTorch with c10d NCCL and nccl.h); train on --device cpu for Gloo"
+                : "this LibTorch has no c10d Gloo process group (headers torch/csrc/distributed/c10d and gloo/ missing at build time)";
+  return false;
+}
+
+struct ProcessGroup::Impl {
+  int rank = 0, size = 1;
+  c10::intrusive_ptr<c10d::Store> store;
+  c10::intrusive_ptr<c10d::ProcessGroup> group;
+  std::chrono::milliseconds timeout{60000};
+
+  // c10d reports a dead or silent peer by throwing from wait(); say what it means.
+  template <typename F>
+  void run(const char* what, F&& f) {
+    try {
+      f()->wait();
+    } catch (const std::exception& e) {
+      throw std::runtime_error("distributed rank " + std::to_string(rank) + ": " + what +
+                               " failed; another rank died or did not answer within " +
+                               std::to_string(timeout.count() / 1000) + " s (--dist-timeout). " + e.what());
+    }
+  }
+};
+
+ProcessGroup::ProcessGroup(const DistributedEnv& env, std::chrono::milliseconds timeout, const std::string& device)
+    : impl_(std::make_unique<Impl>()) {
+  std::string why;
+  if (!distributed_available(device, &why)) throw std::runtime_error("distributed training: " + why);
+  impl_->rank = env.rank;
+  impl_->size = env.world_size;
+  impl_->timeout = timeout;
+#if defined(EXPNET_HAVE_GLOO) || defined(EXPNET_HAVE_NCCL)
+  try {
+    c10d::TCPStoreOptions so;
+    so.port = static_cast<uint16_t>(env.master_port);
+    so.isServer = env.rank == 0;
+    so.numWorkers = env.world_size;
+    so.waitWorkers = false;
+    so.timeout = timeout;
+    impl_->store = c10::make_intrusive<c10d::TCPStore>(env.master_addr, so);
+  } catch (const std::exception& e) {
+    throw std::runtime_error("distributed rank " + std::to_string(env.rank) + ": cannot reach the rendezvous store at " +
+                             env.master_addr + ":" + std::to_string(env.master_port) + " within " +
+                             std::to_string(timeout.count() / 1000) + " s (is rank 0 running? is the port free?): " + e.what());
+  }
+  try {
+#if defined(EXPNET_HAVE_NCCL)
+    if (device.rfind("cuda", 0) == 0) {
+      // Without async error handling a dead peer leaves NCCL kernels waiting forever.
+      setenv("NCCL_ASYNC_ERROR_HANDLING", "1", 0);
+      auto options = c10d::ProcessGroupNCCL::Options::create();
+      options->timeout = timeout;
+      impl_->group = c10::make_intrusive<c10d::ProcessGroupNCCL>(impl_->store, env.rank, env.world_size, options);
+      return;
+    }
+#endif
+#if defined(EXPNET_HAVE_GLOO)
+    auto options = c10d::ProcessGroupGloo::Options::create(timeout);
+    // On loopback (the --nproc launcher) bind Gloo to 127.0.0.1; elsewhere to this host's address.
+    const bool loopback = env.master_addr == "127.0.0.1" || env.master_addr == "localhost";
+    options->devices.push_back(loopback ? c10d::ProcessGroupGloo::createDeviceForHostname("127.0.0.1")
+                                        : c10d::ProcessGroupGloo::createDefaultDevice());
+    impl_->group = c10::make_intrusive<c10d::ProcessGroupGloo>(impl_->store, env.rank, env.world_size, options);
+#endif
+  } catch (const std::runtime_error&) {
+    throw;
+  } catch (const std::exception& e) {
+    throw std::runtime_error("distributed rank " + std::to_string(env.rank) + ": creating the process group failed: " + e.what());
+  }
+#endif
+}
+
+ProcessGroup::~ProcessGroup() = default;
+
+int ProcessGroup::rank() const { return impl_->rank; }
+int ProcessGroup::size() const { return impl_->size; }
+
+void ProcessGroup::all_reduce_sum(at::Tensor& tensor) {
+  std::vector<at::Tensor> v{tensor};
+  impl_->run("all-reduce", [&] { return impl_->group->allreduce(v); });
+}
+
+void ProcessGroup::all_reduce_max(at::Tensor& tensor) {
+  std::vector<at::Tensor> v{tensor};
+  c10d::AllreduceOptions options;
+  options.reduceOp = c10d::ReduceOp::MAX;
+  impl_->run("all-reduce", [&] { return impl_->group->allreduce(v, options); });
+}
+
+void ProcessGroup::broadcast(at::Tensor& tensor, int root) {
+  std::vector<at::Tensor> v{tensor};
+  c10d::BroadcastOptions options;
+  options.rootRank = root;
+  impl_->run("broadcast", [&] { return impl_->group->broadcast(v, options); });
+}
+
+std::vector<at::Tensor> ProcessGroup::all_gather(const at::Tensor& tensor) {
+  std::vector<at::Tensor> input{tensor.contiguous()};
+  std::vector<std::vector<at::Tensor>> output(1);
+  for (int r = 0; r < impl_->size; ++r) output[0].push_back(torch::empty_like(input[0]));
+  impl_->run("all-gather", [&] { return impl_->group->allgather(output, input); });
+  return output[0];
+}
+
+void ProcessGroup::barrier() {
+  impl_->run("barrier", [&] { return impl_->group->barrier(); });
+}
+
+void ProcessGroup::set_flag(const std::string& key) { impl_->store->set("expnet/" + key, std::vector<uint8_t>{1}); }
+
+void ProcessGroup::wait_flag(const std::string& key, std::chrono::milliseconds timeout) {
+  try {
+    impl_->store->wait({"expnet/" + key}, timeout);
+  } catch (const std::exception& e) {
+    throw std::runtime_error("distributed rank " + std::to_string(impl_->rank) + ": rank 0 did not finish '" + key +
+                             "' in time (it may have failed; see its log): " + e.what());
+  }
+}
+
+std::vector<double> all_reduce_gradients(ProcessGroup& group, const std::vector<at::Tensor>& params,
+                                         const std::vector<double>& extra) {
+  // One message: [grads..., one "defined" flag per parameter, extras]. A
+  // gradient is undefined on a rank that never used the parameter; it stays
+  // undefined only when no rank used it (as a single process would see it).
+  int64_t numel = 0;
+  for (const auto& p : params) numel += p.numel();
+  const auto device = params.empty() ? torch::Device(torch::kCPU) : params.front().device();
+  const int64_t tail_size = static_cast<int64_t>(params.size() + extra.size());
+  auto tail_cpu = torch::zeros({tail_size}, torch::kFloat);
+  float* tail_in = tail_cpu.data_ptr<float>();
+  std::vector<at::Tensor> pieces;
+  for (size_t i = 0; i < params.size(); ++i) {
+    const auto& g = params[i].grad();
+    tail_in[i] = g.defined() ? 1.0f : 0.0f;
+    pieces.push_back(g.defined() ? g.reshape({-1}).to(torch::kFloat) : torch::zeros({params[i].numel()}, params[i].options().dtype(torch::kFloat)));
+  }
+  for (size_t k = 0; k < extra.size(); ++k) tail_in[params.size() + k] = static_cast<float>(extra[k]);
+  pieces.push_back(tail_cpu.to(device));
+  auto flat = torch::cat(pieces);
+  const int64_t flags = numel;
+  group.all_reduce_sum(flat);
+  const auto flat_cpu = flat.narrow(0, flags, tail_size).to(torch::kCPU);
+  const float* tail = flat_cpu.data_ptr<float>();
+  int64_t offset = 0;
+  for (size_t i = 0; i < params.size(); ++i) {
+    auto p = params[i];
+    const int64_t n = p.numel();
+    if (tail[i] > 0) {
+      auto summed = flat.narrow(0, offset, n).view(p.sizes()).to(p.scalar_type());
+      if (p.grad().defined()) p.mutable_grad().copy_(summed);
+      else p.mutable_grad() = summed.clone();
+    }
+    offset += n;
+  }
+  std::vector<double> out;
+  for (size_t k = 0; k < extra.size(); ++k) out.push_back(tail[params.size() + k]);
+  return out;
+}
+
+}  // namespace expnet

@@ -1,0 +1,51 @@
+// Distributed training: a dead or hung rank makes the other fail within the
+// process-group timeout instead of hanging.
+#include <csignal>
+
+#include "dist_test_util.h"
+#include "expnet/launch.h"
+
+class TestDistributedFailure : public QObject {
+  Q_OBJECT
+
+ private slots:
+  void deadRankMakesTheOtherFail() { failsWhenPeer(SIGKILL, 20, 15000); }
+
+  void hungRankMakesTheOtherFailAfterTheTimeout() { failsWhenPeer(SIGSTOP, 5, 5000 + 20000); }
+
+ private:
+  // Rank 1 is killed (or stopped) mid-training; rank 0 must exit with an error
+  // within `limit_ms` (the timeout plus slack for a loaded machine).
+  void failsWhenPeer(int sig, int timeout_s, qint64 limit_ms) {
+    const QString out = expnet_test::makeTempDir(sig == SIGKILL ? "dist_dead_rank" : "dist_hung_rank");
+    const QString config = config_with(out, {}, 100000, 1);
+    const int port = expnet::free_loopback_port();
+    QProcess rank0, rank1;
+    start_rank(rank0, 0, port, config, out, timeout_s);
+    start_rank(rank1, 1, port, config, out, timeout_s);
+    QVERIFY(rank0.waitForStarted() && rank1.waitForStarted());
+    QElapsedTimer timer;
+    timer.start();
+    while (latest_step(out) < 2 && timer.elapsed() < 120000 && rank0.state() == QProcess::Running) QTest::qWait(20);
+    QVERIFY2(latest_step(out) >= 2, rank0.readAllStandardError().constData());
+    ::kill(static_cast<pid_t>(rank1.processId()), sig);
+    timer.restart();
+    const bool ended = rank0.waitForFinished(static_cast<int>(limit_ms));
+    const qint64 took = timer.elapsed();
+    ::kill(static_cast<pid_t>(rank1.processId()), SIGKILL);
+    rank1.waitForFinished();
+    if (!ended) {
+      rank0.kill();
+      rank0.waitForFinished();
+    }
+    const QByteArray err = rank0.readAllStandardError();
+    qInfo("rank 0 ended after %lld ms: %s", static_cast<long long>(took), err.right(400).constData());
+    QVERIFY2(ended, "rank 0 did not end after its peer went away");
+    QVERIFY(rank0.exitStatus() == QProcess::NormalExit && rank0.exitCode() != 0);
+    QVERIFY2(err.contains("distributed rank 0"), err.right(600).constData());
+    if (sig == SIGSTOP) QVERIFY2(took >= (timeout_s - 1) * 1000, "failed before the timeout: the peer was only silent");
+  }
+};
+
+QTEST_GUILESS_MAIN(TestDistributedFailure)
+#include "test_distributed_failure.moc"
