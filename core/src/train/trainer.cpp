@@ -329,8 +329,9 @@ std::vector<torch::Tensor> Trainer::trainable(bool frozen) const {
 }
 
 void Trainer::open_feature_cache(const StageConfig& stage) {
-  // The cache is keyed by stage and backbone weights: stage C's is extracted
-  // with the backbone as stage B left it, and a resumed run finds its file.
+  // The cache is keyed by the backbone weights: stage C's is extracted with
+  // the backbone as stage B left it, consecutive frozen stages share one file,
+  // and a resumed run finds its file.
   FeatureCacheHeader header;
   std::vector<std::string> paths;
   std::vector<size_t> train;
@@ -349,7 +350,7 @@ void Trainer::open_feature_cache(const StageConfig& stage) {
   header.image_size = model_config_.swin_img_size;
   header.chunk_rows = 32;
   fs::create_directories(options_.out_dir + "/features");
-  cache_path_ = options_.out_dir + "/features/stage" + std::to_string(progress_.stage) + "-" + header.backbone + ".fcache";
+  cache_path_ = options_.out_dir + "/features/backbone-" + header.backbone + ".fcache";
   if (fs::exists(cache_path_)) {
     try {
       auto reader = std::make_unique<FeatureCacheReader>(cache_path_);
@@ -369,12 +370,15 @@ void Trainer::open_feature_cache(const StageConfig& stage) {
     fo.out = cache_path_;
     fo.resume = true;  // an extraction interrupted with the run continues
     const auto started = std::chrono::steady_clock::now();
+    int64_t first = -1;  // rows already there when this extraction started (resume)
     if (options_.progress)
       fo.progress = [&](int64_t done, int64_t total) {
+        if (first < 0) first = done;
         const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
-        std::fprintf(stderr, "\r[%s] features %lld/%lld ", stage.name.c_str(), static_cast<long long>(done),
-                     static_cast<long long>(total));
-        if (secs > 0 && done > 0) std::fprintf(stderr, "(%.1f s)", secs);
+        const double ips = secs > 0 ? static_cast<double>(done - first) / secs : 0;
+        const int eta = ips > 0 ? static_cast<int>(static_cast<double>(total - done) / ips) : 0;
+        std::fprintf(stderr, "\r[%s] backbone features %lld/%lld images %.1f img/s ETA %dm%02ds ", stage.name.c_str(),
+                     static_cast<long long>(done), static_cast<long long>(total), ips, eta / 60, eta % 60);
         if (done == total) std::fprintf(stderr, "\n");
         std::fflush(stderr);
       };
@@ -387,10 +391,13 @@ void Trainer::open_feature_cache(const StageConfig& stage) {
 }
 
 void Trainer::close_feature_cache() {
-  // A finished stage's features are never read again (the next frozen stage
-  // has another backbone): free the disk.
+  // A frozen stage leaves the backbone as it was: the next stage, when frozen
+  // too, reads the same file. Otherwise the features are never read again
+  // (the backbone will train): free the disk.
   cache_.reset();
-  if (!cache_path_.empty()) fs::remove(cache_path_);
+  const size_t next = static_cast<size_t>(progress_.stage) + 1;
+  const bool next_reuses = next < config_.stages.size() && config_.stages[next].frozen_backbone;
+  if (!cache_path_.empty() && !next_reuses) fs::remove(cache_path_);
   cache_path_.clear();
 }
 
