@@ -397,7 +397,9 @@ void run_bench(const RuntimeOptions& runtime, const BenchArgs& a) {
   const double mw = median(with_s), mwo = median(without_s);
   const double cw = median(with_cpu), cwo = median(without_cpu);
   const double speedup = mw > 0 ? mwo / mw : 0;
-  const double break_even = mwo > mw ? extract_s / (mwo - mw) : 0;
+  // Extraction covers every training image; a capped epoch does not: no break-even then.
+  const bool capped = a.max_batches > 0;
+  const double break_even = !capped && mwo > mw ? extract_s / (mwo - mw) : 0;
   if (a.json) {
     std::cout << nlohmann::json{{"dataset", dataset.source}, {"model", a.model}, {"train_images", header.rows()},
                                 {"pairs_per_epoch", pairs}, {"batch", a.batch}, {"epochs", a.epochs},
@@ -406,7 +408,7 @@ void run_bench(const RuntimeOptions& runtime, const BenchArgs& a) {
                                 {"epoch_without_cache_s_median", mwo}, {"speedup", speedup},
                                 {"epoch_with_cache_cpu_s_median", cw}, {"epoch_without_cache_cpu_s_median", cwo},
                                 {"cpu_ratio", cw > 0 ? cwo / cw : 0.0},
-                                {"break_even_epochs", break_even}}
+                                {"break_even_epochs", capped ? nlohmann::json() : nlohmann::json(break_even)}}
                      .dump()
               << std::endl;
   } else {
@@ -417,7 +419,11 @@ void run_bench(const RuntimeOptions& runtime, const BenchArgs& a) {
               << "  without (backbone per batch): " << mwo << " s (" << pairs / mwo << " pairs/s), " << cwo << " CPU s\n"
               << "  speedup: " << speedup << "x wall clock, " << (cw > 0 ? cwo / cw : 0.0) << "x CPU time\n"
               << "  one-off extraction: " << extract_s << " s for " << header.rows() << " images ("
-              << static_cast<double>(cache.file_bytes()) / 1e6 << " MB), repaid after " << break_even << " epochs\n";
+              << static_cast<double>(cache.file_bytes()) / 1e6 << " MB)";
+    if (capped)
+      std::cout << " (epochs capped at " << a.max_batches << " batches: no break-even figure)\n";
+    else
+      std::cout << ", repaid after " << break_even << " epochs\n";
   }
   if (temporary) fs::remove_all(work);
 }
