@@ -40,6 +40,10 @@ struct TrainConfig {
   int64_t keep_last = 2;
   int64_t checkpoint_every = 0;   // optimizer steps; 0 = end of each epoch only
   int workers = 2;
+  // Frozen-backbone stages: "disk" = features extracted once into
+  // <out>/features/ (float16, memory-mapped, expnet/feature_cache.h);
+  // "off" = the frozen backbone runs on every batch (benchmarks, tests).
+  std::string feature_cache = "disk";
   std::vector<StageConfig> stages;
 
   static TrainConfig from_json(const std::string& text, const std::string& source);  // strict, named errors

@@ -25,6 +25,7 @@
 #include "expnet/decoder_state.h"
 #include "expnet/decoding.h"
 #include "expnet/distributed.h"
+#include "expnet/feature_cache.h"
 #include "expnet/image.h"
 #include "expnet/metrics.h"
 #include "expnet/model.h"
@@ -111,7 +112,7 @@ TrainConfig TrainConfig::from_json(const std::string& text, const std::string& s
   if (!j.is_object()) throw std::runtime_error(source + ": the training config must be a JSON object");
   check_keys(j, {"name", "seed", "model", "dataset", "shapes_images", "shapes_seed", "vocab_min_count",
                  "validation_images", "validation_beam", "validation_max_len", "keep_last", "checkpoint_every",
-                 "workers", "stages"}, source);
+                 "workers", "feature_cache", "stages"}, source);
   TrainConfig c;
   take(j, "name", c.name, source);
   take(j, "seed", c.seed, source);
@@ -125,6 +126,9 @@ TrainConfig TrainConfig::from_json(const std::string& text, const std::string& s
   take(j, "keep_last", c.keep_last, source);
   take(j, "checkpoint_every", c.checkpoint_every, source);
   take(j, "workers", c.workers, source);
+  take(j, "feature_cache", c.feature_cache, source);
+  if (c.feature_cache != "disk" && c.feature_cache != "off")
+    throw std::runtime_error(source + ": feature_cache must be disk or off, not '" + c.feature_cache + "'");
   if (!j.contains("model")) throw std::runtime_error(source + ": key 'model' (a preset name or an object) is missing");
   const auto& m = j["model"];
   ModelConfig model = m.is_string() ? resolve_model_config(m.get<std::string>())
@@ -143,7 +147,8 @@ std::string TrainConfig::to_json() const {
             {"shapes_images", shapes_images}, {"shapes_seed", shapes_seed}, {"vocab_min_count", vocab_min_count},
             {"validation_images", validation_images}, {"validation_beam", validation_beam},
             {"validation_max_len", validation_max_len}, {"keep_last", keep_last},
-            {"checkpoint_every", checkpoint_every}, {"workers", workers}, {"stages", json::array()}};
+            {"checkpoint_every", checkpoint_every}, {"workers", workers}, {"feature_cache", feature_cache},
+            {"stages", json::array()}};
   for (const auto& s : stages) j["stages"].push_back(stage_to_json(s));
   return j.dump(1);
 }
@@ -247,7 +252,8 @@ class Trainer {
   void build_model();
   torch::Tensor features_for(const std::vector<size_t>& image_indices, const std::vector<cv::Mat>& images,
                              bool frozen);
-  void extract_cache(const std::vector<size_t>& indices);
+  void open_feature_cache(const StageConfig& stage);
+  void close_feature_cache();
   void run_stage(const StageConfig& stage);
   ValidationRecord validate();
   void save(bool end_of_epoch, bool best);
@@ -275,7 +281,10 @@ class Trainer {
   std::unique_ptr<RunStore> store_;
   int64_t run_id_ = 0;
   Progress progress_;
-  std::unordered_map<size_t, torch::Tensor> cache_;  // image -> backbone features (frozen stages)
+  // Frozen stages: backbone features on disk (memory-mapped), row per dataset image.
+  std::unique_ptr<FeatureCacheReader> cache_;
+  std::string cache_path_;
+  std::vector<int64_t> cache_rows_;  // dataset image -> cache row (-1: not in the cache)
   bool interrupted_ = false;
   std::unique_ptr<ProcessGroup> group_;  // distributed runs only
 };
@@ -354,29 +363,96 @@ std::vector<torch::Tensor> Trainer::trainable(bool frozen) const {
   return out;
 }
 
-void Trainer::extract_cache(const std::vector<size_t>& indices) {
-  // The backbone runs once per image; eval mode (no drop-path), no gradients.
-  torch::NoGradGuard no_grad;
-  model_->swin_transf->eval();
-  const size_t chunk = 32;
-  std::vector<size_t> todo;
-  for (size_t i : indices)
-    if (!cache_.count(i)) todo.push_back(i);
-  for (size_t b = 0; b < todo.size(); b += chunk) {
-    std::vector<cv::Mat> mats;
-    const size_t e = std::min(todo.size(), b + chunk);
-    for (size_t k = b; k < e; ++k) mats.push_back(load_image_rgb(dataset_.image_path(dataset_.images[todo[k]])));
-    const auto feats = model_->backbone(images_to_model_input(mats, static_cast<int>(model_config_.swin_img_size)).to(device_));
-    for (size_t k = b; k < e; ++k) cache_[todo[k]] = feats[static_cast<int64_t>(k - b)].clone();
+void Trainer::open_feature_cache(const StageConfig& stage) {
+  // The cache is keyed by the backbone weights: stage C's is extracted with
+  // the backbone as stage B left it, consecutive frozen stages share one file,
+  // and a resumed run finds its file.
+  FeatureCacheHeader header;
+  std::vector<std::string> paths;
+  std::vector<size_t> train;
+  for (size_t i = 0; i < dataset_.images.size(); ++i)
+    if (is_training_split(dataset_.images[i].split)) {
+      train.push_back(i);
+      header.ids.push_back(dataset_.images[i].cocoid);
+      paths.push_back(dataset_.image_path(dataset_.images[i]));
+    }
+  const std::string config_text = model_config_.to_json();
+  header.model_config_hash = feature_hash_hex(feature_hash(config_text.data(), config_text.size()));
+  header.backbone = backbone_identity(*model_->swin_transf);
+  header.source = fs::absolute(options_.out_dir).string() + " stage " + stage.name;
+  header.dataset = dataset_.source;
+  header.splits = "train+restval";
+  header.image_size = model_config_.swin_img_size;
+  header.chunk_rows = 32;
+  fs::create_directories(options_.out_dir + "/features");
+  cache_path_ = options_.out_dir + "/features/backbone-" + header.backbone + ".fcache";
+  if (!rank0()) {
+    // One writer: rank 0 checks or extracts the file, the others then read it.
+    group_->wait_flag("features-" + header.backbone, std::chrono::hours(24));
+    cache_ = std::make_unique<FeatureCacheReader>(cache_path_);
+    cache_->require_identity(header);
   }
+  if (!cache_ && fs::exists(cache_path_)) {
+    try {
+      auto reader = std::make_unique<FeatureCacheReader>(cache_path_);
+      reader->require_identity(header);
+      reader->verify();
+      cache_ = std::move(reader);
+    } catch (const std::exception& e) {
+      spdlog::warn("{}; extracting the features again", e.what());
+      fs::remove(cache_path_);
+    }
+  }
+  if (!cache_) {
+    spdlog::info("stage {}: extracting backbone features of {} images into {}", stage.name, train.size(), cache_path_);
+    torch::NoGradGuard no_grad;
+    model_->swin_transf->eval();  // no drop-path: the features of the backbone as it is
+    FeatureExtractOptions fo;
+    fo.out = cache_path_;
+    fo.resume = true;  // an extraction interrupted with the run continues
+    const auto started = std::chrono::steady_clock::now();
+    int64_t first = -1;  // rows already there when this extraction started (resume)
+    if (options_.progress)
+      fo.progress = [&](int64_t done, int64_t total) {
+        if (first < 0) first = done;
+        const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
+        const double ips = secs > 0 ? static_cast<double>(done - first) / secs : 0;
+        const int eta = ips > 0 ? static_cast<int>(static_cast<double>(total - done) / ips) : 0;
+        std::fprintf(stderr, "\r[%s] backbone features %lld/%lld images %.1f img/s ETA %dm%02ds ", stage.name.c_str(),
+                     static_cast<long long>(done), static_cast<long long>(total), ips, eta / 60, eta % 60);
+        if (done == total) std::fprintf(stderr, "\n");
+        std::fflush(stderr);
+      };
+    extract_feature_cache(header, paths, [this](const at::Tensor& x) { return model_->backbone(x.to(device_)); }, fo);
+    cache_ = std::make_unique<FeatureCacheReader>(cache_path_);
+    cache_->require_identity(header);
+  }
+  if (group_ && rank0()) group_->set_flag("features-" + header.backbone);
+  cache_rows_.assign(dataset_.images.size(), -1);
+  for (size_t r = 0; r < train.size(); ++r) cache_rows_[train[r]] = static_cast<int64_t>(r);
+}
+
+void Trainer::close_feature_cache() {
+  // A frozen stage leaves the backbone as it was: the next stage, when frozen
+  // too, reads the same file. Otherwise the features are never read again
+  // (the backbone will train): free the disk.
+  cache_.reset();
+  const size_t next = static_cast<size_t>(progress_.stage) + 1;
+  const bool next_reuses = next < config_.stages.size() && config_.stages[next].frozen_backbone;
+  if (!cache_path_.empty() && !next_reuses && rank0()) fs::remove(cache_path_);
+  cache_path_.clear();
 }
 
 torch::Tensor Trainer::features_for(const std::vector<size_t>& image_indices, const std::vector<cv::Mat>& images,
                                     bool frozen) {
-  if (frozen) {
-    std::vector<torch::Tensor> rows;
-    for (size_t i : image_indices) rows.push_back(cache_.at(i));
-    return torch::stack(rows);
+  if (frozen && cache_) {
+    std::vector<int64_t> rows;
+    for (size_t i : image_indices) {
+      const int64_t r = cache_rows_.at(i);
+      if (r < 0) throw std::logic_error("feature cache: image without a cache row");
+      rows.push_back(r);
+    }
+    return cache_->features(rows).to(device_);
   }
   return model_->backbone(images_to_model_input(images, static_cast<int>(model_config_.swin_img_size)).to(device_));
 }
@@ -580,16 +656,12 @@ void Trainer::run_stage(const StageConfig& stage) {
   lo.workers = config_.workers;
   lo.max_words = config_.validation_max_len;
   ImageSource source;
-  if (stage.frozen_backbone) {
-    std::vector<size_t> train;
-    for (size_t i = 0; i < dataset_.images.size(); ++i)
-      if (is_training_split(dataset_.images[i].split)) train.push_back(i);
-    cache_.clear();  // features of the backbone as it is now (stage C after B)
-    if (rank0()) spdlog::info("stage {}: extracting backbone features of {} images", stage.name, train.size());
-    extract_cache(train);
-  } else {
+  // A stage resumed after its last epoch needs no features.
+  const bool use_cache = stage.frozen_backbone && config_.feature_cache == "disk" && progress_.epoch < stage.epochs;
+  if (use_cache)
+    open_feature_cache(stage);
+  else
     source = [](const std::string& path) { return load_image_rgb(path); };
-  }
   DataLoader loader(dataset_, *vocab_, lo, source);
   if (!progress_.loader_state.empty()) loader.restore(LoaderState::from_json(progress_.loader_state));
   int64_t per_epoch = loader.batches_per_epoch();
@@ -731,6 +803,7 @@ void Trainer::run_stage(const StageConfig& stage) {
     save(true, best);
     progress_.epoch -= 1;  // the for loop increments it
   }
+  close_feature_cache();
 }
 
 TrainOutcome Trainer::run() {

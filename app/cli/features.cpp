@@ -1,0 +1,449 @@
+// expnet features extract | info: the backbone feature cache on disk
+// (expnet/feature_cache.h, docs/datasets.md "Feature cache"), and
+// expnet bench frozen-epoch: a frozen-backbone XE epoch with the cache vs
+// with the backbone run on every batch.
+#include <nlohmann/json.hpp>
+#include <spdlog/spdlog.h>
+#include <torch/torch.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <filesystem>
+#include <iomanip>
+#include <iostream>
+#include <sstream>
+
+#include "command.h"
+#include "expnet/checkpoint.h"
+#include "expnet/data_loader.h"
+#include "expnet/dataset.h"
+#include "expnet/feature_cache.h"
+#include "expnet/image.h"
+#include "expnet/model.h"
+#include "expnet/model_config.h"
+#include "expnet/preprocess.h"
+#include "expnet/shapes_dataset.h"
+#include "expnet/trainer.h"
+#include "expnet/training.h"
+#include "expnet/vocabulary.h"
+
+namespace fs = std::filesystem;
+
+namespace expnet::cli {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+double seconds_since(Clock::time_point start) { return std::chrono::duration<double>(Clock::now() - start).count(); }
+// CPU seconds of the whole process (all threads: loader workers included).
+// On a shared, loaded machine this is the steadier cost figure.
+double process_cpu_seconds() {
+  timespec t{};
+  ::clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &t);
+  return static_cast<double>(t.tv_sec) + static_cast<double>(t.tv_nsec) * 1e-9;
+}
+
+double median(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  const size_t n = v.size();
+  return n == 0 ? 0 : (n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2);
+}
+
+std::string duration_text(double seconds) {
+  const long s = std::lround(std::max(0.0, seconds));
+  char text[32];
+  if (s >= 3600)
+    std::snprintf(text, sizeof text, "%ldh%02ldm", s / 3600, (s % 3600) / 60);
+  else
+    std::snprintf(text, sizeof text, "%ldm%02lds", s / 60, s % 60);
+  return text;
+}
+
+// Holds a Swin backbone under the name the full model gives it, so a whole
+// checkpoint loads into it by name (captioner weights are skipped).
+struct BackboneHolderImpl : torch::nn::Module {
+  explicit BackboneHolderImpl(const ModelConfig& config) {
+    swin_transf = register_module("swin_transf", SwinTransformer(config));
+  }
+  SwinTransformer swin_transf{nullptr};
+};
+TORCH_MODULE(BackboneHolder);
+
+// Splits "train+restval", "train,restval", "training" (= train + restval), "val"...
+std::vector<Split> parse_splits(const std::string& text) {
+  std::vector<Split> out;
+  std::string part;
+  std::stringstream in(text);
+  while (std::getline(in, part, text.find('+') != std::string::npos ? '+' : ',')) {
+    if (part == "training") {
+      out.push_back(Split::Train);
+      out.push_back(Split::Restval);
+    } else {
+      try {
+        out.push_back(parse_split(part));
+      } catch (const std::exception&) {
+        throw std::runtime_error("--split: unknown split '" + part + "' (use train, restval, val, test, training, or a list like train+restval)");
+      }
+    }
+  }
+  if (out.empty()) throw std::runtime_error("--split: give at least one split (e.g. train+restval)");
+  return out;
+}
+
+// ---------------------------------------------------------------- extract
+
+struct ExtractArgs {
+  std::string model, checkpoint, dataset, split = "train+restval", out;
+  int64_t batch = 32;
+  bool resume = false, json = false, no_progress = false;
+};
+
+void run_extract(const RuntimeOptions& runtime, const ExtractArgs& a) {
+  apply_runtime(runtime);
+  // The model config: --model, else the one stored in our checkpoints.
+  std::string config_json;
+  if (!a.model.empty()) {
+    config_json = resolve_model_config(a.model).to_json();
+  } else {
+    PthFile file(a.checkpoint);
+    const auto meta = read_metadata(file);
+    if (!meta.config_json)
+      throw std::runtime_error("checkpoint '" + a.checkpoint + "' holds no model config; give --model PRESET|CONFIG.json");
+    config_json = ModelConfig::from_json(*meta.config_json, a.checkpoint).to_json();
+  }
+  const ModelConfig config = ModelConfig::from_json(config_json, "model config");
+  BackboneHolder holder(config);
+  try {
+    LoadOptions lo;
+    lo.allow_unexpected = true;  // the captioner's weights
+    load_state_dict(*holder, a.checkpoint, lo);
+  } catch (const std::exception& whole) {
+    // Microsoft's Swin ImageNet checkpoints name the backbone without the prefix.
+    try {
+      load_swin_backbone(*holder, a.checkpoint);
+    } catch (const std::exception&) {
+      throw std::runtime_error(std::string(whole.what()) + " (no backbone weights for this --model in the checkpoint)");
+    }
+  }
+  holder->to(torch::Device(current_device()));
+  holder->eval();
+
+  const Dataset dataset = load_dataset(a.dataset);
+  const auto splits = parse_splits(a.split);
+  FeatureCacheHeader header;
+  std::vector<std::string> paths;
+  for (const auto& image : dataset.images)
+    if (std::find(splits.begin(), splits.end(), image.split) != splits.end()) {
+      header.ids.push_back(image.cocoid);
+      paths.push_back(dataset.image_path(image));
+    }
+  if (paths.empty()) throw std::runtime_error("dataset '" + dataset.source + "' has no images in split '" + a.split + "'");
+  if (a.batch < 1) throw std::runtime_error("--batch must be >= 1");
+  header.model_config_hash = feature_hash_hex(feature_hash(config_json.data(), config_json.size()));
+  header.backbone = backbone_identity(*holder->swin_transf);
+  header.source = fs::absolute(a.checkpoint).string();
+  header.dataset = dataset.source;
+  header.splits = a.split;
+  header.image_size = config.swin_img_size;
+  header.chunk_rows = a.batch;
+
+  FeatureExtractOptions options;
+  options.out = a.out;
+  options.resume = a.resume;
+  const auto started = Clock::now();
+  int64_t start_rows = -1;
+  const bool tty = ::isatty(2);
+  if (!a.no_progress)
+    options.progress = [&](int64_t done, int64_t total) {
+      if (start_rows < 0) start_rows = done;
+      const double secs = seconds_since(started);
+      const double rate = secs > 0 ? static_cast<double>(done - start_rows) / secs : 0;
+      const double eta = rate > 0 ? static_cast<double>(total - done) / rate : 0;
+      const int width = 30;
+      const int filled = static_cast<int>(width * done / std::max<int64_t>(total, 1));
+      std::fprintf(stderr, "%s[%s%s] %lld/%lld images  %.1f images/s  ETA %s ", tty ? "\r" : "",
+                   std::string(static_cast<size_t>(filled), '#').c_str(),
+                   std::string(static_cast<size_t>(width - filled), '.').c_str(), static_cast<long long>(done),
+                   static_cast<long long>(total), rate, done == start_rows && done < total ? "--" : duration_text(eta).c_str());
+      if (!tty || done == total) std::fprintf(stderr, "\n");
+      std::fflush(stderr);
+    };
+  torch::NoGradGuard no_grad;
+  const auto result = extract_feature_cache(
+      header, paths, [&](const at::Tensor& x) { return holder->swin_transf(x.to(torch::Device(current_device()))); },
+      options);
+  FeatureCacheReader done(a.out);
+  const auto& h = done.header();
+  if (a.json) {
+    std::cout << nlohmann::json{{"file", a.out},       {"rows", h.rows()},        {"tokens", h.tokens}, {"dim", h.dim},
+                                {"bytes", done.file_bytes()}, {"backbone", h.backbone}, {"resumed_rows", result.resumed_rows},
+                                {"computed_rows", result.computed_rows}, {"already_complete", result.already_complete},
+                                {"seconds", result.seconds},
+                                {"images_per_second", result.seconds > 0 ? result.computed_rows / result.seconds : 0.0}}
+                     .dump()
+              << std::endl;
+  } else if (result.already_complete) {
+    std::cout << a.out << " is already complete (" << h.rows() << " images, backbone " << h.backbone << ")\n";
+  } else {
+    std::cout << std::fixed << std::setprecision(1) << a.out << ": " << h.rows() << " images x " << h.tokens << " x " << h.dim
+              << " float16, " << static_cast<double>(done.file_bytes()) / 1e6 << " MB; " << result.computed_rows
+              << " computed (" << result.resumed_rows << " resumed) in " << result.seconds << " s, "
+              << (result.seconds > 0 ? result.computed_rows / result.seconds : 0.0) << " images/s\n";
+  }
+}
+
+// ---------------------------------------------------------------- info
+
+void run_info(const std::string& file, bool verify, bool json) {
+  const std::string partial = file + ".partial";
+  if (!fs::exists(file) && fs::exists(partial)) {
+    const int64_t rows = feature_cache_partial_rows(file);
+    throw std::runtime_error("feature cache '" + file + "' is not finished: " + std::to_string(std::max<int64_t>(rows, 0)) +
+                             " images done in " + partial + "; resume with expnet features extract ... --resume");
+  }
+  FeatureCacheReader reader(file);
+  if (verify) reader.verify();
+  const auto& h = reader.header();
+  if (json) {
+    std::cout << nlohmann::json{{"file", file},       {"format_version", 1},      {"dtype", "float16"},
+                                {"rows", h.rows()},   {"tokens", h.tokens},       {"dim", h.dim},
+                                {"chunk_rows", h.chunk_rows}, {"image_size", h.image_size}, {"backbone", h.backbone},
+                                {"model_config_hash", h.model_config_hash}, {"source", h.source},
+                                {"dataset", h.dataset}, {"splits", h.splits}, {"bytes", reader.file_bytes()},
+                                {"verified", verify}}
+                     .dump()
+              << std::endl;
+    return;
+  }
+  std::cout << std::fixed << std::setprecision(1) << "file:          " << file << "\n"
+            << "images:        " << h.rows() << " (" << h.splits << " of " << h.dataset << ")\n"
+            << "per image:     " << h.tokens << " x " << h.dim << " float16 (input " << h.image_size << " px)\n"
+            << "size:          " << static_cast<double>(reader.file_bytes()) / 1e6 << " MB\n"
+            << "backbone:      " << h.backbone << " (from " << h.source << ")\n"
+            << "model config:  " << h.model_config_hash << "\n"
+            << "chunk:         " << h.chunk_rows << " images\n"
+            << "checksums:     " << (verify ? "verified" : "not checked (add --verify)") << "\n";
+}
+
+const bool registered = register_command({"features", 45, [](CLI::App& root) {
+  auto* group = command_group(root, "features", "Backbone feature cache for frozen-backbone training (float16, on disk)");
+  {
+    auto* c = group->add_subcommand("extract", "Compute every image's backbone features once into a cache file");
+    auto runtime = add_runtime_options(c);
+    auto a = std::make_shared<ExtractArgs>();
+    c->add_option("--model", a->model, "Model preset or config JSON (default: the config stored in the checkpoint)");
+    c->add_option("--checkpoint", a->checkpoint, "Checkpoint with the backbone weights (.pth)")->required();
+    c->add_option("--dataset", a->dataset, "Dataset file or folder (docs/datasets.md)")->required();
+    c->add_option("--split", a->split, "Splits: train, restval, val, test, training, or a list (train+restval)")
+        ->capture_default_str();
+    c->add_option("--out", a->out, "Cache file to write")->required();
+    c->add_option("--batch", a->batch, "Images per backbone batch (and per committed chunk)")->capture_default_str();
+    c->add_flag("--resume", a->resume, "Continue an interrupted extraction (OUT.partial)");
+    c->add_flag("--no-progress", a->no_progress, "No progress bar on stderr");
+    c->add_flag("--json", a->json, "Print one compact JSON object");
+    c->callback([runtime, a] { run_extract(*runtime, *a); });
+  }
+  {
+    auto* c = group->add_subcommand("info", "Describe a feature cache file (header, size; --verify checks every chunk)");
+    auto runtime = add_runtime_options(c);
+    auto file = std::make_shared<std::string>();
+    auto verify = std::make_shared<bool>(false);
+    auto json = std::make_shared<bool>(false);
+    c->add_option("FILE", *file, "Cache file")->required();
+    c->add_flag("--verify", *verify, "Recompute every chunk checksum (reads the whole file)");
+    c->add_flag("--json", *json, "Print one compact JSON object");
+    c->callback([=] {
+      apply_runtime(*runtime);
+      run_info(*file, *verify, *json);
+    });
+  }
+}});
+
+// ---------------------------------------------------------------- bench frozen-epoch
+
+struct BenchArgs {
+  std::string dataset, model = "shapes-demo", work;
+  int64_t images = 300, batch = 32, epochs = 3, max_batches = 0;
+  int workers = 2;
+  bool json = false;
+};
+
+void run_bench(const RuntimeOptions& runtime, const BenchArgs& a) {
+  apply_runtime(runtime);
+  const bool temporary = a.work.empty();
+  const std::string work =
+      temporary ? (fs::temp_directory_path() / ("expnet-bench-frozen-" + std::to_string(::getpid()))).string() : a.work;
+  fs::create_directories(work);
+  std::string dataset_path = a.dataset;
+  if (dataset_path.empty()) {
+    ShapesOptions so;
+    so.out_dir = work + "/shapes";
+    so.images = a.images;
+    so.seed = 1;
+    dataset_path = make_shapes_dataset(so).json_path;
+  }
+  const Dataset dataset = load_dataset(dataset_path);
+  const Vocabulary vocab = build_vocabulary(dataset, 1).vocabulary;
+  const ModelConfig config = a.model == "shapes-demo" ? ModelConfig::from_json(train_preset("shapes-demo").model_json, "shapes-demo")
+                                                      : resolve_model_config(a.model);
+  const torch::Device device(current_device());
+  torch::manual_seed(1);
+  ExpansionNet model(config, static_cast<int64_t>(vocab.size()));
+  model->to(device);
+
+  // One-off: the cache of all training images.
+  FeatureCacheHeader header;
+  std::vector<std::string> paths;
+  std::vector<int64_t> row_of_image(dataset.images.size(), -1);
+  for (size_t i = 0; i < dataset.images.size(); ++i)
+    if (is_training_split(dataset.images[i].split)) {
+      row_of_image[i] = header.rows();
+      header.ids.push_back(dataset.images[i].cocoid);
+      paths.push_back(dataset.image_path(dataset.images[i]));
+    }
+  const std::string config_text = config.to_json();
+  header.model_config_hash = feature_hash_hex(feature_hash(config_text.data(), config_text.size()));
+  header.backbone = backbone_identity(*model->swin_transf);
+  header.image_size = config.swin_img_size;
+  header.chunk_rows = a.batch;
+  header.splits = "train+restval";
+  header.dataset = dataset.source;
+  header.source = "bench";
+  const std::string cache_path = work + "/frozen.fcache";
+  fs::remove(cache_path);
+  FeatureExtractOptions fo;
+  fo.out = cache_path;
+  model->swin_transf->eval();
+  double extract_s = 0;
+  {
+    torch::NoGradGuard no_grad;
+    extract_s = extract_feature_cache(header, paths, [&](const at::Tensor& x) { return model->backbone(x.to(device)); }, fo).seconds;
+  }
+  FeatureCacheReader cache(cache_path);
+
+  // The trainer's frozen XE step (expnet/trainer.h): captioner trains, backbone frozen in eval mode.
+  std::vector<torch::Tensor> params;
+  for (const auto& item : model->named_parameters()) {
+    const bool backbone = item.key().rfind("swin_transf.", 0) == 0;
+    item.value().set_requires_grad(!backbone);
+    if (!backbone) params.push_back(item.value());
+  }
+  RAdam optimizer(params, RAdamOptions(1e-4));
+  struct EpochTime {
+    double wall, cpu;
+    int64_t pairs;
+  };
+  auto run_epoch = [&](bool with_cache, int64_t epoch) {
+    LoaderOptions lo;
+    lo.batch_size = a.batch;
+    lo.workers = a.workers;
+    lo.seed = 7;
+    ImageSource source;
+    if (!with_cache) source = [](const std::string& p) { return load_image_rgb(p); };
+    DataLoader loader(dataset, vocab, lo, source);
+    LoaderState state;
+    state.seed = lo.seed;
+    state.epoch = epoch;
+    loader.restore(state);
+    int64_t batches = loader.batches_per_epoch();
+    if (a.max_batches > 0) batches = std::min(batches, a.max_batches);
+    int64_t pairs = 0;
+    const auto start = Clock::now();
+    const double cpu_start = process_cpu_seconds();
+    for (int64_t b = 0; b < batches; ++b) {
+      Batch batch = loader.next();
+      model->train();
+      model->swin_transf->eval();
+      torch::Tensor feats;
+      {
+        torch::NoGradGuard ng;
+        if (with_cache) {
+          std::vector<int64_t> rows;
+          for (size_t i : batch.image_indices) rows.push_back(row_of_image[i]);
+          feats = cache.features(rows).to(device);
+        } else {
+          feats = model->backbone(images_to_model_input(batch.images, static_cast<int>(config.swin_img_size)).to(device));
+        }
+      }
+      const auto tokens =
+          torch::from_blob(batch.tokens.data(), {static_cast<int64_t>(batch.size()), batch.length}, torch::kLong).clone().to(device);
+      const auto input = tokens.narrow(1, 0, batch.length - 1);
+      const auto target = tokens.narrow(1, 1, batch.length - 1);
+      const auto lp = model->decode(model->encode(feats), input, causal_self_mask(input, vocab.pad_id()));
+      const auto loss = label_smoothing_loss(lp, target, vocab.pad_id(), 0.1);
+      loss.backward();
+      optimizer.step();
+      optimizer.zero_grad();
+      pairs += static_cast<int64_t>(batch.size());
+    }
+    return EpochTime{seconds_since(start), process_cpu_seconds() - cpu_start, pairs};
+  };
+  run_epoch(true, 100);  // warm-up (allocator, page cache) outside the timings
+  std::vector<double> with_s, without_s, with_cpu, without_cpu;
+  int64_t pairs = 0;
+  for (int64_t e = 0; e < a.epochs; ++e) {  // interleaved so machine load hits both alike
+    const auto w = run_epoch(true, e);
+    const auto wo = run_epoch(false, e);
+    with_s.push_back(w.wall);
+    without_s.push_back(wo.wall);
+    with_cpu.push_back(w.cpu);
+    without_cpu.push_back(wo.cpu);
+    pairs = w.pairs;
+    spdlog::info("epoch {}: with cache {:.2f} s ({:.2f} CPU s), without {:.2f} s ({:.2f} CPU s)", e + 1, w.wall, w.cpu,
+                 wo.wall, wo.cpu);
+  }
+  const double mw = median(with_s), mwo = median(without_s);
+  const double cw = median(with_cpu), cwo = median(without_cpu);
+  const double speedup = mw > 0 ? mwo / mw : 0;
+  // Extraction covers every training image; a capped epoch does not: no break-even then.
+  const bool capped = a.max_batches > 0;
+  const double break_even = !capped && mwo > mw ? extract_s / (mwo - mw) : 0;
+  if (a.json) {
+    std::cout << nlohmann::json{{"dataset", dataset.source}, {"model", a.model}, {"train_images", header.rows()},
+                                {"pairs_per_epoch", pairs}, {"batch", a.batch}, {"epochs", a.epochs},
+                                {"threads", torch_threads()}, {"workers", a.workers}, {"cache_bytes", cache.file_bytes()},
+                                {"extract_s", extract_s}, {"epoch_with_cache_s_median", mw},
+                                {"epoch_without_cache_s_median", mwo}, {"speedup", speedup},
+                                {"epoch_with_cache_cpu_s_median", cw}, {"epoch_without_cache_cpu_s_median", cwo},
+                                {"cpu_ratio", cw > 0 ? cwo / cw : 0.0},
+                                {"break_even_epochs", capped ? nlohmann::json() : nlohmann::json(break_even)}}
+                     .dump()
+              << std::endl;
+  } else {
+    std::cout << std::fixed << std::setprecision(2) << "frozen-backbone XE epoch, model " << a.model << ", " << pairs
+              << " pairs of " << header.rows() << " training images, batch " << a.batch << ", " << torch_threads()
+              << " threads, " << a.workers << " decode workers, median of " << a.epochs << ":\n"
+              << "  with the feature cache:       " << mw << " s (" << pairs / mw << " pairs/s), " << cw << " CPU s\n"
+              << "  without (backbone per batch): " << mwo << " s (" << pairs / mwo << " pairs/s), " << cwo << " CPU s\n"
+              << "  speedup: " << speedup << "x wall clock, " << (cw > 0 ? cwo / cw : 0.0) << "x CPU time\n"
+              << "  one-off extraction: " << extract_s << " s for " << header.rows() << " images ("
+              << static_cast<double>(cache.file_bytes()) / 1e6 << " MB)";
+    if (capped)
+      std::cout << " (epochs capped at " << a.max_batches << " batches: no break-even figure)\n";
+    else
+      std::cout << ", repaid after " << break_even << " epochs\n";
+  }
+  if (temporary) fs::remove_all(work);
+}
+
+const bool registered_bench = register_command({"bench", 205, [](CLI::App& root) {
+  auto* group = command_group(root, "bench", "Benchmarks that print figures (medians)");
+  auto* c = group->add_subcommand("frozen-epoch", "A frozen-backbone XE epoch with the feature cache vs the backbone run per batch");
+  auto runtime = add_runtime_options(c);
+  auto a = std::make_shared<BenchArgs>();
+  c->add_option("--dataset", a->dataset, "Dataset (default: a generated shapes set of --images images)");
+  c->add_option("--images", a->images, "Shapes images to generate")->capture_default_str()->check(CLI::PositiveNumber);
+  c->add_option("--model", a->model, "shapes-demo, a preset or a config JSON")->capture_default_str();
+  c->add_option("--batch", a->batch, "Caption pairs per batch")->capture_default_str()->check(CLI::PositiveNumber);
+  c->add_option("--epochs", a->epochs, "Timed epochs per mode (median)")->capture_default_str()->check(CLI::PositiveNumber);
+  c->add_option("--max-batches", a->max_batches, "Cap the batches of an epoch (0: whole epoch)")->capture_default_str();
+  c->add_option("--workers", a->workers, "Image decoding threads of the loader")->capture_default_str();
+  c->add_option("--work", a->work, "Folder for the dataset and cache (default: a temporary folder, removed)");
+  c->add_flag("--json", a->json, "Print one compact JSON object");
+  c->callback([runtime, a] { run_bench(*runtime, *a); });
+}});
+
+}  // namespace
+}  // namespace expnet::cli
