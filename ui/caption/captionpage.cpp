@@ -453,6 +453,18 @@ void CaptionPage::pasteFromClipboard() {
       if (url.isLocalFile()) paths << url.toLocalFile();
     if (!paths.isEmpty()) return addPaths(paths);
   }
+  if (mime->hasText()) {
+    // Paths or file:// URLs copied as text (a terminal, a file manager's "copy path"),
+    // one per line; lines that name no existing file are ignored.
+    QStringList paths;
+    for (const QString& line : mime->text().split(QLatin1Char('\n'), Qt::SkipEmptyParts)) {
+      const QString text = line.trimmed();
+      const QUrl url(text);
+      const QString path = url.isLocalFile() ? url.toLocalFile() : text;
+      if (!path.isEmpty() && QFileInfo::exists(path)) paths << path;
+    }
+    if (!paths.isEmpty()) return addPaths(paths);
+  }
   if (mime->hasImage() && pasteDir_.isValid()) {
     // The engine reads files: a pasted image is saved once as PNG, which is lossless.
     const QImage image = qvariant_cast<QImage>(mime->imageData());
