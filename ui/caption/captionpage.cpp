@@ -290,6 +290,20 @@ QWidget* CaptionPage::buildActions() {
                              {QKeySequence(QKeySequence::Copy)});
   clearButton_ = actionButton(QStringLiteral("Clear"), QKeySequence(Qt::CTRL | Qt::SHIFT | Qt::Key_Delete),
                               QStringLiteral("Remove every image from the list"), this);
+  recentButton_ = new QToolButton;
+  recentButton_->setObjectName(QStringLiteral("recent"));
+  recentButton_->setText(QStringLiteral("Recent"));
+  recentButton_->setToolTip(QStringLiteral("Add again an image or folder added lately"));
+  recentButton_->setPopupMode(QToolButton::InstantPopup);
+  recentButton_->setMinimumHeight(openButton_->sizeHint().height());
+  auto* recentMenu = new QMenu(recentButton_);
+  recentButton_->setMenu(recentMenu);
+  connect(recentMenu, &QMenu::aboutToShow, this, [this, recentMenu] {
+    recentMenu->clear();
+    for (const QString& path : recent_)
+      recentMenu->addAction(path, this, [this, path] { addPaths({path}); });
+    if (recent_.isEmpty()) recentMenu->addAction(QStringLiteral("(nothing added yet)"))->setEnabled(false);
+  });
   exportButton_ = new QToolButton;
   exportButton_->setText(QStringLiteral("Export…"));
   exportButton_->setToolTip(QStringLiteral("Save the captions as CSV, JSON Lines or COCO results JSON (Ctrl+E)"));
@@ -306,7 +320,7 @@ QWidget* CaptionPage::buildActions() {
   auto* bar = new QWidget;
   auto* row = new QHBoxLayout(bar);
   row->setContentsMargins(0, 4, 0, 4);
-  for (QWidget* w : std::initializer_list<QWidget*>{openButton_, pasteButton_, cancelButton_, copyButton_, exportButton_,
+  for (QWidget* w : std::initializer_list<QWidget*>{openButton_, recentButton_, pasteButton_, cancelButton_, copyButton_, exportButton_,
                                                      clearButton_})
     row->addWidget(w);
   row->addSpacing(12);
@@ -365,10 +379,21 @@ void CaptionPage::addPaths(const QStringList& paths) {
     }
     added.push_back(item);
   }
+  rememberRecent(paths);
   const int first = items_->append(added);
   table_->scrollToBottom();
   if (table_->currentIndex().row() < 0 && !added.isEmpty()) table_->selectRow(first);
   submitQueued();
+}
+
+void CaptionPage::rememberRecent(const QStringList& paths) {
+  constexpr int kMaxRecent = 10;
+  for (const QString& path : paths) {
+    const QString absolute = QFileInfo(path).absoluteFilePath();
+    recent_.removeAll(absolute);
+    recent_.prepend(absolute);
+  }
+  while (recent_.size() > kMaxRecent) recent_.removeLast();
 }
 
 // Sends every queued row to the worker, with the settings of this moment.
@@ -518,6 +543,7 @@ void CaptionPage::restoreSettings() {
   maxLength_->setValue(s.value(QStringLiteral("max_length"), 0).toInt());
   lengthPenalty_->setValue(s.value(QStringLiteral("length_penalty"), 1.0).toDouble());
   noRepeat_->setValue(s.value(QStringLiteral("no_repeat_ngram"), 0).toInt());
+  recent_ = s.value(QStringLiteral("recent")).toStringList();
   if (!modelLoaded() && !loading_) {
     modelConfig_->setCurrentText(s.value(QStringLiteral("model")).toString());
     checkpoint_->setText(s.value(QStringLiteral("checkpoint")).toString());
@@ -537,6 +563,7 @@ void CaptionPage::saveSettings() const {
   s.setValue(QStringLiteral("model"), modelConfig_->currentText());
   s.setValue(QStringLiteral("checkpoint"), checkpoint_->text());
   s.setValue(QStringLiteral("vocab"), vocab_->text());
+  s.setValue(QStringLiteral("recent"), recent_);
 }
 
 void CaptionPage::dragEnterEvent(QDragEnterEvent* event) {

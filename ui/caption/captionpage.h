@@ -105,6 +105,9 @@ class CaptionPage : public StudioPage {
   QPushButton* cancelButton_;
   QPushButton* copyButton_;
   QToolButton* exportButton_;
+  QToolButton* recentButton_;
+  QStringList recent_;  // files and folders added lately, newest first; saved with the settings
+  void rememberRecent(const QStringList& paths);
   QPushButton* clearButton_;
   QLabel* progress_;
   QStackedWidget* centre_;
