@@ -187,7 +187,9 @@ class TestCaptionPage : public QObject {
     auto* demo = page.findChild<QPushButton*>("demoModel");
     QVERIFY(demo && !demo->isEnabled());
     QVERIFY(demo->toolTip().startsWith("Not yet"));
+    page.findChild<QSpinBox*>("threads")->setValue(1);  // applied by the load, shown to every page
     QVERIFY(loadInto(page));
+    QCOMPARE(context.threads(), 1);
     page.findChild<QComboBox*>("search")->setCurrentIndex(2);  // sampling
     page.findChild<QSpinBox*>("nbest")->setValue(2);
     page.findChild<QSpinBox*>("maxLength")->setValue(10);

@@ -37,6 +37,7 @@
 #include "app/studiocontext.h"
 #include "caption/captionmodel.h"
 #include "expnet/image_inputs.h"
+#include "expnet/system.h"
 #include "expnet/model_config.h"
 
 namespace {
@@ -191,6 +192,24 @@ QWidget* CaptionPage::buildModelForm() {
                                                          QStringLiteral("Checkpoints (*.pth *.pt);;All files (*)")));
   form->addRow(QStringLiteral("Vocabulary:"), withBrowse(vocab_, QStringLiteral("Choose a vocabulary"),
                                                          QStringLiteral("Vocabulary (*.pickle *.pkl *.json)")));
+  // Runtime: starts as the command line set it (--device, --threads); used by the next load.
+  device_ = new QComboBox;
+  device_->setObjectName(QStringLiteral("device"));
+  device_->setEditable(true);
+  device_->addItems({QStringLiteral("cpu"), QStringLiteral("cuda"), QStringLiteral("cuda:0")});
+  device_->setCurrentText(context_->device());
+  device_->setToolTip(QStringLiteral("Device for the next Load model: cpu, cuda or cuda:N"));
+  threads_ = new QSpinBox;
+  threads_->setObjectName(QStringLiteral("threads"));
+  threads_->setRange(0, std::max(1, expnet::hardware_threads()));
+  threads_->setSpecialValueText(QStringLiteral("all cores"));
+  threads_->setValue(context_->threads());
+  threads_->setToolTip(QStringLiteral("CPU threads for the model (all pages), applied at the next Load model"));
+  auto* runtimeRow = new QHBoxLayout;
+  runtimeRow->addWidget(device_, 1);
+  runtimeRow->addWidget(new QLabel(QStringLiteral("Threads:")));
+  runtimeRow->addWidget(threads_);
+  form->addRow(QStringLiteral("Device:"), runtimeRow);
   loadButton_ = actionButton(QStringLiteral("Load model"), QKeySequence(Qt::CTRL | Qt::Key_L),
                              QStringLiteral("Load the checkpoint, vocabulary and config above"), this);
   busy_ = new QProgressBar;
@@ -334,7 +353,8 @@ void CaptionPage::loadModel(const ModelRequest& request) {
   vocab_->setText(request.vocab);
   modelConfig_->setCurrentText(request.model);
   ModelRequest withDevice = request;
-  withDevice.device = context_->device();
+  withDevice.device = device_->currentText().trimmed();
+  withDevice.threads = threads_->value();
   loading_ = true;
   context_->setModelLoading(true);
   modelError_.clear();
@@ -352,6 +372,7 @@ void CaptionPage::onModelLoaded(const QString& name, const QJsonObject& details)
   context_->setModelLoading(false);
   context_->setCaptioner(worker_->captioner());
   context_->setModelName(name);
+  context_->setRuntime(details.value(QStringLiteral("device")).toString(), details.value(QStringLiteral("threads")).toInt());
   updateState();
   emit modelReady();
   submitQueued();

@@ -89,6 +89,8 @@ class CaptionPage : public StudioPage {
   QString modelError_;
 
   QComboBox* modelConfig_;
+  QComboBox* device_;
+  QSpinBox* threads_;
   QLineEdit* checkpoint_;
   QLineEdit* vocab_;
   QPushButton* loadButton_;
