@@ -1,7 +1,11 @@
 // The Caption page as a user drives it: drop files, watch captions arrive,
 // compare them with the engine's own captions for the same image and settings,
 // see a bad file fail on its row only, keep the UI responsive, export.
+#include <QClipboard>
+#include <QComboBox>
 #include <QDir>
+#include <QGuiApplication>
+#include <QPushButton>
 #include <QDoubleSpinBox>
 #include <QElapsedTimer>
 #include <QFile>
@@ -173,6 +177,42 @@ class TestCaptionPage : public QObject {
     QCOMPARE(results.at(0).toObject().value("caption").toString(), done.caption());
     QCOMPARE(results.at(0).toObject().value("image_id").toInteger(), 2);  // no digits in "good": row number
     QCOMPARE(CaptionModel::cocoImageId("x/COCO_val2014_000000391895.jpg", 0), 391895);
+  }
+
+  void pastedPathIsCaptionedWithSamplingAsTheEngineDoes() {
+    StudioContext context;
+    CaptionPage page(&context);
+    page.resize(1000, 700);
+    page.show();
+    auto* demo = page.findChild<QPushButton*>("demoModel");
+    QVERIFY(demo && !demo->isEnabled());
+    QVERIFY(demo->toolTip().startsWith("Not yet"));
+    page.findChild<QSpinBox*>("threads")->setValue(1);  // applied by the load, shown to every page
+    QVERIFY(loadInto(page));
+    QCOMPARE(context.threads(), 1);
+    page.findChild<QComboBox*>("search")->setCurrentIndex(2);  // sampling
+    page.findChild<QSpinBox*>("nbest")->setValue(2);
+    page.findChild<QSpinBox*>("maxLength")->setValue(10);
+    // A path copied as text (not as a URL list), as from a terminal.
+    QGuiApplication::clipboard()->setText(image_ + "\n");
+    page.pasteFromClipboard();
+    QTRY_VERIFY_WITH_TIMEOUT(page.model()->rowCount() == 1 && !page.isBusy(), kWaitMs);
+    const CaptionItem& done = page.model()->item(0);
+    QCOMPARE(int(done.status), int(CaptionItem::Status::Done));
+    QCOMPARE(done.settings.value("search").toString(), QString("sampling"));
+
+    auto captioner = expnet::Captioner::load({model_.toStdString(), checkpoint_.toStdString(), vocab_.toStdString()});
+    expnet::DecodingOptions options;
+    options.search = expnet::SearchKind::Sampling;
+    options.beam_size = 1;
+    options.num_hypotheses = 2;
+    options.max_length = 10;
+    options.seed = 0;
+    const auto expected = captioner->caption_files({image_.toStdString()}, options);
+    QVERIFY(expected.at(0).error.empty());
+    QCOMPARE(done.nbest.size(), qsizetype(expected.at(0).texts.size()));
+    for (int i = 0; i < done.nbest.size(); ++i)
+      QCOMPARE(done.nbest.at(i).toObject().value("text").toString(), QString::fromStdString(expected.at(0).texts.at(i)));
   }
 
   void uiStaysResponsiveWhileCaptioningAFolder() {

@@ -89,6 +89,8 @@ class CaptionPage : public StudioPage {
   QString modelError_;
 
   QComboBox* modelConfig_;
+  QComboBox* device_;
+  QSpinBox* threads_;
   QLineEdit* checkpoint_;
   QLineEdit* vocab_;
   QPushButton* loadButton_;
@@ -105,6 +107,9 @@ class CaptionPage : public StudioPage {
   QPushButton* cancelButton_;
   QPushButton* copyButton_;
   QToolButton* exportButton_;
+  QToolButton* recentButton_;
+  QStringList recent_;  // files and folders added lately, newest first; saved with the settings
+  void rememberRecent(const QStringList& paths);
   QPushButton* clearButton_;
   QLabel* progress_;
   QStackedWidget* centre_;

@@ -9,6 +9,7 @@
 #include <chrono>
 
 #include "expnet/image.h"
+#include "expnet/system.h"
 
 namespace {
 using Clock = std::chrono::steady_clock;
@@ -44,6 +45,9 @@ CaptionWorker::~CaptionWorker() = default;
 
 void CaptionWorker::loadModel(const ModelRequest& request) {
   try {
+    // Threads are process-wide in torch; set here, in the worker, before the load
+    // (apply_runtime also checks the device and says what to do when it is missing).
+    if (request.threads >= 0) expnet::apply_runtime({request.threads, request.device.toStdString()});
     expnet::ModelSource source;
     source.model = request.model.toStdString();
     source.checkpoint = request.checkpoint.toStdString();
@@ -55,6 +59,7 @@ void CaptionWorker::loadModel(const ModelRequest& request) {
                         {"model", request.model},
                         {"vocab", request.vocab},
                         {"device", request.device},
+                        {"threads", expnet::torch_threads()},
                         {"vocabulary_size", qint64(captioner->vocabulary().size())},
                         {"image_size", qint64(config.swin_img_size)},
                         {"max_seq_len", qint64(config.max_seq_len)},
