@@ -2,28 +2,67 @@
 #include <nlohmann/json.hpp>
 #include <spdlog/spdlog.h>
 
+#include <algorithm>
 #include <iostream>
+#include <map>
+#include <set>
 
 #include "command.h"
 #include "expnet/checkpoint.h"
+#include "expnet/model.h"
 #include "expnet/model_config.h"
 #include "expnet/vocabulary_file.h"
 
 namespace expnet::cli {
 namespace {
 
-// --model: a preset name or a config JSON file, validated; stored under the
-// reference constructor's argument names.
-std::string read_model_config(const std::string& model) { return resolve_model_config(model).to_json(); }
-
 struct ExportArgs {
   std::string model, checkpoint, out, vocab;
 };
 
+using ExpectedShapes = std::map<std::string, std::vector<int64_t>>;
+
+// Names and shapes of every tensor the configured model has (weights left
+// uninitialised: building it is cheap, and it is dropped before the file is read).
+ExpectedShapes expected_entries(const ModelConfig& config, int64_t vocab_size) {
+  ExpansionNet model(config, vocab_size, /*reference_init=*/false);
+  ExpectedShapes out;
+  for (const auto& p : model->named_parameters(true)) out[p.key()] = p.value().sizes().vec();
+  for (const auto& b : model->named_buffers(true)) out[b.key()] = b.value().sizes().vec();
+  return out;
+}
+
+// An exported file must caption: its tensors must be exactly the model's.
+void require_matching(const ExpectedShapes& expected, const NamedTensors& state, const ExportArgs& args) {
+  std::vector<std::string> missing, unexpected, misshaped;
+  std::set<std::string> seen;
+  for (const auto& [name, tensor] : state) {
+    seen.insert(name);
+    const auto it = expected.find(name);
+    if (it == expected.end()) unexpected.push_back(name);
+    else if (tensor.sizes().vec() != it->second) misshaped.push_back(name);
+  }
+  for (const auto& [name, shape] : expected)
+    if (!seen.count(name)) missing.push_back(name);
+  if (missing.empty() && unexpected.empty() && misshaped.empty()) return;
+  const auto list = [](const std::vector<std::string>& names) {
+    std::string text;
+    for (size_t i = 0; i < names.size() && i < 8; ++i) text += (i ? ", " : "") + names[i];
+    return names.size() > 8 ? text + " (+" + std::to_string(names.size() - 8) + " more)" : text;
+  };
+  std::string detail;
+  if (!missing.empty()) detail += "\n  missing from the checkpoint: " + list(missing);
+  if (!unexpected.empty()) detail += "\n  not in the model: " + list(unexpected);
+  if (!misshaped.empty()) detail += "\n  mis-shaped: " + list(misshaped);
+  throw std::runtime_error(args.checkpoint + " does not match --model " + args.model +
+                           " (nothing written; pass the config the checkpoint was trained with):" + detail);
+}
+
 void run_export(const RuntimeOptions& runtime, const ExportArgs& args) {
   apply_runtime(runtime);
   CheckpointMetadata metadata;
-  metadata.config_json = read_model_config(args.model);
+  const ModelConfig config = resolve_model_config(args.model);
+  metadata.config_json = config.to_json();
   std::string wrapper;
   NamedTensors state;
   {
@@ -34,6 +73,13 @@ void run_export(const RuntimeOptions& runtime, const ExportArgs& args) {
     if (args.vocab.empty()) metadata.vocabulary_json = read_metadata(file).vocabulary_json;
   }
   if (!args.vocab.empty()) metadata.vocabulary_json = load_vocabulary(args.vocab).to_json();
+  // The vocabulary's size shapes the embedding and projection; without one
+  // (a reference file exported without --vocab) the projection's rows tell it.
+  int64_t vocab_size = 0;
+  if (metadata.vocabulary_json) vocab_size = Vocabulary::from_json(*metadata.vocabulary_json, args.checkpoint).size();
+  for (const auto& [name, tensor] : state)
+    if (vocab_size == 0 && name == "vocab_linear.weight" && tensor.dim() == 2) vocab_size = tensor.size(0);
+  require_matching(expected_entries(config, std::max<int64_t>(vocab_size, 1)), state, args);
   save_checkpoint(args.out, state, metadata);
   spdlog::info("wrote {} ({} tensors from {}{}{})", args.out, state.size(), args.checkpoint,
                wrapper.empty() ? "" : ", under ", wrapper);

@@ -27,6 +27,7 @@ void print_version() {
 }  // namespace
 
 int main(int argc, char** argv) {
+  expnet::restart_with_passive_openmp_wait(argv);
   spdlog::set_default_logger(spdlog::stderr_color_mt("expnet"));
   spdlog::set_pattern("[%H:%M:%S] %^%l%$ %v");
 

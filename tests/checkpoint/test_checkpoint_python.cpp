@@ -197,6 +197,16 @@ class TestCheckpointPython : public QObject {
         expnet_test::cliPath(), {"checkpoint", "export", "--model", vocab, "--checkpoint", checkpoint, "--out", dir + "/bad.pth"});
     QCOMPARE(bad.exitCode, 1);
     QVERIFY(!QFile::exists(dir + "/bad.pth"));
+
+    // A checkpoint of another model (the tiny one under the `small` preset) is
+    // refused with the names that differ, and nothing is written.
+    const auto other = expnet_test::runProcess(
+        expnet_test::cliPath(), {"checkpoint", "export", "--model", "small", "--checkpoint", checkpoint, "--out",
+                                 dir + "/other.pth", "--vocab", vocab});
+    QCOMPARE(other.exitCode, 1);
+    QVERIFY2(other.err.contains("does not match --model small") && other.err.contains("mis-shaped"),
+             other.err.constData());
+    QVERIFY(!QFile::exists(dir + "/other.pth"));
   }
 
   void swinImageNetCheckpointIntoBackbone() {

@@ -13,6 +13,15 @@ struct RuntimeOptions {
   std::string device = "cpu";  // "cpu", "cuda", "cuda:1"
 };
 
+// Call first thing in main(). LibTorch's OpenMP workers spin after every
+// parallel region by default, taking the cores OpenBLAS's own threads need
+// next; on a 2-core machine with any other load, a Swin-L encode measured 20-40
+// s instead of 2.2-4 s. OpenMP reads OMP_WAIT_POLICY only at start-up, so when
+// it is unset this sets it to PASSIVE and re-executes the program (same
+// arguments); a value the user set is respected. Returns only if no re-exec
+// happened (or it failed, which is harmless).
+void restart_with_passive_openmp_wait(char** argv);
+
 // Applies the thread count to LibTorch's intra-op pool and to OpenBLAS's own
 // pool (OpenBLAS ignores at::set_num_threads). Throws std::runtime_error with
 // a user-facing message when the device does not exist on this build/machine.

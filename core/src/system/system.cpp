@@ -17,6 +17,10 @@
 #include <ATen/cuda/CUDAContext.h>
 #endif
 
+#include <unistd.h>
+
+#include <cstdlib>
+
 namespace expnet {
 namespace {
 
@@ -86,6 +90,13 @@ void check_device(const std::string& device) {
   if (parsed.has_index() && parsed.index() >= count)
     throw std::runtime_error("device '" + device + "' does not exist: " + std::to_string(count) +
                              " CUDA device(s) visible");
+}
+
+void restart_with_passive_openmp_wait(char** argv) {
+  if (std::getenv("OMP_WAIT_POLICY") != nullptr) return;
+  if (setenv("OMP_WAIT_POLICY", "PASSIVE", 1) != 0) return;
+  execv("/proc/self/exe", argv);
+  // exec failed (no /proc?): go on with the default policy; it is only slower.
 }
 
 void apply_runtime(const RuntimeOptions& options) {
