@@ -1,6 +1,8 @@
 // Helpers shared by the distributed tests (test_distributed*.cpp).
 #pragma once
 
+#include "run_folder_util.h"
+
 #include <QJsonArray>
 #include <QJsonDocument>
 #include <QJsonObject>
@@ -68,12 +70,7 @@ inline double max_abs_difference(const QString& a, const QString& b) {
   return worst;
 }
 
-inline int latest_step(const QString& out) {
-  std::ifstream in((out + "/checkpoints/latest.json").toStdString());
-  std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-  const auto pos = text.find("step-");
-  return pos == std::string::npos ? -1 : std::stoi(text.substr(pos + 5, 8));
-}
+using expnet_test::latest_step;
 
 inline void start_rank(QProcess& p, int rank, int port, const QString& config, const QString& out, int timeout_s) {
   QProcessEnvironment env = QProcessEnvironment::systemEnvironment();

@@ -14,6 +14,7 @@
 #include <filesystem>
 #include <fstream>
 
+#include "run_folder_util.h"
 #include "expnet/checkpoint.h"
 #include "expnet/run_store.h"
 #include "support/fixtures.h"
@@ -57,12 +58,7 @@ std::vector<double> run_losses(const QString& name, const QString& cache, QByteA
   return losses;
 }
 
-int latest_step(const QString& out) {
-  std::ifstream in((out + "/checkpoints/latest.json").toStdString());
-  std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-  const auto pos = text.find("step-");
-  return pos == std::string::npos ? -1 : std::stoi(text.substr(pos + 5, 8));
-}
+using expnet_test::latest_step;
 
 }  // namespace
 

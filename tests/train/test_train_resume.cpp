@@ -10,6 +10,7 @@
 #include <filesystem>
 #include <fstream>
 
+#include "run_folder_util.h"
 #include "expnet/checkpoint.h"
 #include "support/fixtures.h"
 
@@ -23,12 +24,7 @@ QStringList train_args(const QString& out, bool resume) {
   return a;
 }
 
-int latest_step(const QString& out) {
-  std::ifstream in((out + "/checkpoints/latest.json").toStdString());
-  std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-  const auto pos = text.find("step-");
-  return pos == std::string::npos ? -1 : std::stoi(text.substr(pos + 5, 8));
-}
+using expnet_test::latest_step;
 
 }  // namespace
 
