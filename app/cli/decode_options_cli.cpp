@@ -24,7 +24,7 @@ DecodingOptions DecodeArgs::options() const {
 }
 
 void add_model_options(CLI::App* command, ModelArgs& args) {
-  command->add_option("--model", args.model, "Model preset (official, tiny, small) or config JSON; default: from the checkpoint");
+  command->add_option("--model", args.model, "Model preset (official, tiny, small, demo) or config JSON; default: from the checkpoint. --model demo alone is the built-in demo model");
   command->add_option("--checkpoint", args.checkpoint, "Checkpoint .pth (the authors' or ours)");
   command->add_option("--vocab", args.vocab, "Vocabulary (.pickle as released, or our .json); default: from the checkpoint");
 }
@@ -52,8 +52,9 @@ std::unique_ptr<Captioner> load_captioner(const ModelArgs& args, const RuntimeOp
   source.checkpoint = args.checkpoint;
   source.vocab = args.vocab;
   source.device = runtime.device;
-  if (source.checkpoint.empty())
-    throw std::runtime_error("no checkpoint given: pass --checkpoint FILE.pth (with --model and --vocab for the authors' files)");
+  if (source.checkpoint.empty() && source.model != "demo")
+    throw std::runtime_error("no checkpoint given: pass --checkpoint FILE.pth (with --model and --vocab for the authors' files), "
+                             "or --model demo for the built-in demo model");
   spdlog::info("loading model {} from {}", source.model.empty() ? std::string("(from checkpoint)") : source.model, source.checkpoint);
   auto captioner = Captioner::load(source);
   spdlog::info("model loaded in {:.0f} ms ({} words, device {})", captioner->load_ms(), captioner->vocabulary().size(), source.device);

@@ -427,7 +427,10 @@ class TestDatasets : public QObject {
     std::set<int64_t> images;
     for (int i = 0; i < 5; ++i) {
       const Batch b = loader.next();
-      QVERIFY(b.tokens.empty());
+      // Every caption of every image, as token rows mapped to their item.
+      QCOMPARE(b.caption_items.size(), b.size() * 5);
+      QCOMPARE(static_cast<int64_t>(b.tokens.size()), b.length * static_cast<int64_t>(b.caption_items.size()));
+      for (size_t row = 0; row < b.caption_items.size(); ++row) QCOMPARE(b.caption_items[row], static_cast<int64_t>(row / 5));
       QCOMPARE(b.references.size(), b.size());
       for (size_t k = 0; k < b.size(); ++k) {
         QCOMPARE(b.references[k].size(), size_t(5));

@@ -184,9 +184,6 @@ class TestCaptionPage : public QObject {
     CaptionPage page(&context);
     page.resize(1000, 700);
     page.show();
-    auto* demo = page.findChild<QPushButton*>("demoModel");
-    QVERIFY(demo && !demo->isEnabled());
-    QVERIFY(demo->toolTip().startsWith("Not yet"));
     page.findChild<QSpinBox*>("threads")->setValue(1);  // applied by the load, shown to every page
     QVERIFY(loadInto(page));
     QCOMPARE(context.threads(), 1);

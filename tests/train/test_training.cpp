@@ -282,6 +282,37 @@ class TestTraining : public QObject {
       if (p.grad().defined() && p.grad().abs().sum().item<double>() > 0) any_grad = true;
     QVERIFY(any_grad);
   }
+
+  // The drawn words are scored in one teacher-forced pass: without dropout its
+  // log-probs must be those of the step-by-step distribution they were drawn from.
+  void scstScoresAreTheDrawingDistribution() {
+    torch::manual_seed(5);
+    auto config = tiny_model_config();
+    ExpansionNet model(config, 9);
+    model->eval();
+    const auto features = torch::randn({2, config.feature_tokens(), config.final_swin_dim});
+    ScstOptions opt;
+    opt.sos_id = 0;
+    opt.eos_id = 1;
+    opt.pad_id = 2;
+    opt.max_len = 6;
+    const auto samples = scst_sample(*model, features, opt);
+    torch::NoGradGuard no_grad;
+    const auto enc = model->encode(features).repeat_interleave(opt.samples_per_image, 0);
+    auto prefix = torch::full({samples.tokens.size(0), 1}, opt.sos_id, torch::kLong);
+    int64_t compared = 0;
+    for (int64_t t = 0; t < samples.tokens.size(1); ++t) {
+      const auto step = model->decode(enc, prefix, causal_self_mask(prefix, -1)).select(1, t);
+      for (size_t r = 0; r < samples.ids.size(); ++r) {
+        if (t >= static_cast<int64_t>(samples.ids[r].size())) continue;
+        const double expected = step[static_cast<int64_t>(r)][samples.ids[r][static_cast<size_t>(t)]].item<double>();
+        QVERIFY(std::abs(samples.token_log_probs[static_cast<int64_t>(r)][t].item<double>() - expected) < 1e-5);
+        ++compared;
+      }
+      prefix = torch::cat({prefix, samples.tokens.select(1, t).unsqueeze(1)}, 1);
+    }
+    QVERIFY(compared >= 10);
+  }
 };
 
 QTEST_GUILESS_MAIN(TestTraining)

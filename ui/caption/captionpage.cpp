@@ -36,6 +36,7 @@
 
 #include "app/studiocontext.h"
 #include "caption/captionmodel.h"
+#include "expnet/demo_model.h"
 #include "expnet/image_inputs.h"
 #include "expnet/system.h"
 #include "expnet/model_config.h"
@@ -48,8 +49,9 @@ const char* kNoModelHint =
     "for a reference checkpoint, the model preset (<i>official</i>, <i>small</i>, <i>tiny</i>) or a config JSON. "
     "Then press <b>Load model</b> (Ctrl+L).</p>"
     "<p>From the command line: <code>expnet-studio --checkpoint FILE.pth --vocab VOCAB --model PRESET</code>.</p>"
-    "<p>The built-in demo model is not available yet. Images dropped now wait and are captioned once a model "
-    "is loaded.</p>";
+    "<p>Or press <b>Demo model</b> for the built-in model trained on the shapes set (coloured circles, squares, "
+    "triangles, stars and diamonds): <code>expnet-studio --model demo</code>. Images dropped now wait and are "
+    "captioned once a model is loaded.</p>";
 const char* kDropHint =
     "<h3>Drop images or folders here</h3>"
     "<p>Or press <b>Open…</b> (Ctrl+O), or paste an image (Ctrl+Shift+V). Captions stream in word by word; "
@@ -162,7 +164,7 @@ QWidget* CaptionPage::buildModelForm() {
   modelConfig_->setEditable(true);
   modelConfig_->addItem(QString());
   for (const auto& name : expnet::model_preset_names()) modelConfig_->addItem(QString::fromStdString(name));
-  modelConfig_->lineEdit()->setPlaceholderText(QStringLiteral("preset (official, small, tiny) or config .json"));
+  modelConfig_->lineEdit()->setPlaceholderText(QStringLiteral("preset (official, small, tiny, demo) or config .json"));
   modelConfig_->setToolTip(QStringLiteral("Preset name or model config JSON; empty = read from one of our checkpoints"));
   checkpoint_ = new QLineEdit;
   checkpoint_->setPlaceholderText(QStringLiteral("checkpoint .pth"));
@@ -220,12 +222,23 @@ QWidget* CaptionPage::buildModelForm() {
   modelStatus_ = new QLabel;
   modelStatus_->setWordWrap(true);
   modelStatus_->setTextInteractionFlags(Qt::TextSelectableByMouse);
-  // The issue asks for a built-in demo model; it needs trained weights, which come with the
-  // training issue. Shown disabled so the capability is visible, never faked.
-  auto* demo = new QPushButton(QStringLiteral("Demo model"));
+  auto* demo = actionButton(QStringLiteral("Demo model"), QKeySequence(Qt::CTRL | Qt::Key_D),
+                            QStringLiteral("Load the built-in demo model (trained on the shapes set by the shapes-demo "
+                                           "recipe; README: how it was made)"),
+                            this);
   demo->setObjectName(QStringLiteral("demoModel"));
-  demo->setEnabled(false);
-  demo->setToolTip(QStringLiteral("Not yet: the demo model comes with the training issue"));
+  if (!expnet::demo_model_available()) {
+    demo->setEnabled(false);
+    demo->setToolTip(QStringLiteral("The demo model file was not found: reinstall, or set EXPNET_RESOURCES"));
+  }
+  connect(demo, &QPushButton::clicked, this, [this] {
+    ModelRequest request;
+    request.model = QStringLiteral("demo");
+    modelConfig_->setCurrentText(request.model);
+    checkpoint_->clear();
+    vocab_->clear();
+    loadModel(request);
+  });
   auto* row = new QHBoxLayout;
   row->addWidget(loadButton_);
   row->addWidget(demo);

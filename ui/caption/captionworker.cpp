@@ -32,6 +32,8 @@ QImage thumbnailOf(const cv::Mat& rgb) {
 }
 
 QString modelName(const ModelRequest& request) {
+  // Captioner::load takes model "demo" without a checkpoint as the bundled file.
+  if (request.model == QStringLiteral("demo") && request.checkpoint.isEmpty()) return QStringLiteral("built-in demo model");
   const QString checkpoint =
       request.checkpoint.isEmpty() ? QStringLiteral("random weights") : QFileInfo(request.checkpoint).fileName();
   const QString model = request.model.isEmpty() ? QString() : QFileInfo(request.model).fileName();

@@ -50,7 +50,9 @@ const StageField kStageFields[] = {
     {"objective", FieldType::Text, "xe (cross-entropy with label smoothing) or scst (self-critical, CIDEr-D reward)"},
     {"backbone", FieldType::Text, "frozen (features extracted once, cached) or train (end to end)"},
     {"epochs", FieldType::Integer, "Epochs of this stage"},
-    {"batch", FieldType::Integer, "Micro-batch: caption pairs for xe, images for scst"},
+    {"batch", FieldType::Integer, "Micro-batch: caption pairs (or images, see batch_unit) for xe, images for scst"},
+    {"batch_unit", FieldType::Text, "xe: caption (pairs, the reference) or image (each image with all its captions: "
+                                    "the backbone runs once per image)"},
     {"accumulate", FieldType::Integer, "Micro-batches per optimizer step (losses summed)"},
     {"lr", FieldType::Real, "Peak learning rate (RAdam)"},
     {"schedule", FieldType::Text, "reference (paper warm-up and annealing), linear (linear warm-up) or fixed"},

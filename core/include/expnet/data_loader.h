@@ -55,10 +55,12 @@ struct Batch {
   std::vector<size_t> image_indices;  // into Dataset::images
   std::vector<int64_t> cocoids;
   std::vector<cv::Mat> images;        // what the ImageSource returned, per item
-  // Caption-wise: token ids [items x length], SOS w1 .. wn EOS PAD..., row-major.
+  // Token ids [captions x length], SOS w1 .. wn EOS PAD..., row-major: one row
+  // per item caption-wise, every caption of every image image-wise.
   std::vector<int64_t> tokens;
   int64_t length = 0;                 // columns of `tokens`
-  std::vector<int64_t> caption_lengths;  // words + 2 (SOS, EOS) per item
+  std::vector<int64_t> caption_lengths;  // words + 2 (SOS, EOS) per row of `tokens`
+  std::vector<int64_t> caption_items;    // the item (index into image_indices) of each row
   // Image-wise: every reference of each image, cleaned text (not mapped to UNK).
   std::vector<std::vector<std::string>> references;
   size_t size() const { return image_indices.size(); }

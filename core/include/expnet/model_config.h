@@ -63,7 +63,8 @@ struct ModelConfig {
 ModelConfig official_model_config();  // the released COCO model (Swin-L 384, 233.8M parameters)
 ModelConfig tiny_model_config();      // the tiny reference fixture (tests)
 ModelConfig small_model_config();     // CPU-friendly, a few million parameters (docs/model.md)
-std::vector<std::string> model_preset_names();  // "official", "tiny", "small"
+ModelConfig demo_model_config();      // the built-in demo model (expnet/demo_model.h), trained by shapes-demo
+std::vector<std::string> model_preset_names();  // "official", "tiny", "small", "demo"
 
 // `--model` argument: a preset name, or the path of a JSON file in the format
 // above. Throws std::runtime_error naming the argument and what to do.

@@ -25,6 +25,11 @@ struct StageConfig {
   double dropout = 0.3;           // all captioner dropouts
   double drop_path = 0.1;         // Swin drop-path when the backbone trains
   int64_t max_batches_per_epoch = 0;  // 0 = the whole epoch (tests and quick runs)
+  // XE: "caption" = a batch of (image, caption) pairs, every caption once per
+  // epoch (the reference); "image" = a batch of images, each with all its
+  // captions, so the backbone runs once per image (self-critical.pytorch's
+  // seq_per_img). SCST is always image-wise.
+  std::string batch_unit = "caption";
 };
 
 struct TrainConfig {
@@ -44,6 +49,9 @@ struct TrainConfig {
   // <out>/features/ (float16, memory-mapped, expnet/feature_cache.h);
   // "off" = the frozen backbone runs on every batch (benchmarks, tests).
   std::string feature_cache = "disk";
+  // Weights to start from instead of the seeded initialisation (a checkpoint of
+  // the same model and vocabulary, e.g. an XE run's best.pth); empty = none.
+  std::string init_checkpoint;
   std::vector<StageConfig> stages;
 
   static TrainConfig from_json(const std::string& text, const std::string& source);  // strict, named errors

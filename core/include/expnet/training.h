@@ -126,7 +126,9 @@ struct ScstSamples {
 
 // Draws samples_per_image captions per image from the full softmax with the
 // model as it is (call model.train() for the reference's dropout-on sampling),
-// recomputing the decoder over the prefix each step as the reference does.
+// recomputing the decoder over the prefix each step as the reference does but
+// without a graph; the drawn words are then scored with gradients in one
+// teacher-forced pass (token_log_probs).
 // features: B x N x final_swin_dim backbone output. Uses the global generator.
 ScstSamples scst_sample(ExpansionNetImpl& model, const torch::Tensor& features, const ScstOptions& options);
 

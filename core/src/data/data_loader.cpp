@@ -155,6 +155,7 @@ struct DataLoader::Impl {
     const size_t shards = static_cast<size_t>(options.shard_count), rank = static_cast<size_t>(options.shard_rank);
     const std::vector<Item> items_of_batch(global_batch.begin() + static_cast<std::ptrdiff_t>(global_batch.size() * rank / shards),
                                            global_batch.begin() + static_cast<std::ptrdiff_t>(global_batch.size() * (rank + 1) / shards));
+    std::vector<Item> captions;  // the rows of batch.tokens
     for (const Item& item : items_of_batch) {
       const auto& image = dataset.images[item.image];
       batch.image_indices.push_back(item.image);
@@ -162,6 +163,7 @@ struct DataLoader::Impl {
       if (source) batch.images.push_back(source(dataset.image_path(image)));
       if (item.caption >= 0) {
         batch.caption_lengths.push_back(static_cast<int64_t>(caption_length(item)) + 2);
+        batch.caption_items.push_back(static_cast<int64_t>(batch.image_indices.size() - 1));
       } else {
         std::vector<std::string> references;
         for (const auto& caption : image.captions) {
@@ -170,14 +172,22 @@ struct DataLoader::Impl {
           references.push_back(std::move(text));
         }
         batch.references.push_back(std::move(references));
+        // Every caption of the image too, for XE with whole images per item.
+        for (size_t c = 0; c < image.captions.size(); ++c) {
+          captions.push_back({item.image, static_cast<int32_t>(c)});
+          batch.caption_lengths.push_back(static_cast<int64_t>(caption_length(captions.back())) + 2);
+          batch.caption_items.push_back(static_cast<int64_t>(batch.image_indices.size() - 1));
+        }
+        continue;
       }
+      captions.push_back(item);
     }
     if (!batch.caption_lengths.empty()) {
       batch.length = *std::max_element(batch.caption_lengths.begin(), batch.caption_lengths.end());
-      batch.tokens.assign(static_cast<size_t>(batch.length) * items_of_batch.size(), vocabulary.pad_id());
-      for (size_t row = 0; row < items_of_batch.size(); ++row) {
-        const auto& tokens = dataset.images[items_of_batch[row].image].captions[static_cast<size_t>(items_of_batch[row].caption)].tokens;
-        const std::vector<std::string> kept(tokens.begin(), tokens.begin() + static_cast<std::ptrdiff_t>(caption_length(items_of_batch[row])));
+      batch.tokens.assign(static_cast<size_t>(batch.length) * captions.size(), vocabulary.pad_id());
+      for (size_t row = 0; row < captions.size(); ++row) {
+        const auto& tokens = dataset.images[captions[row].image].captions[static_cast<size_t>(captions[row].caption)].tokens;
+        const std::vector<std::string> kept(tokens.begin(), tokens.begin() + static_cast<std::ptrdiff_t>(caption_length(captions[row])));
         int64_t* out = batch.tokens.data() + row * static_cast<size_t>(batch.length);
         *out++ = vocabulary.sos_id();
         for (const int64_t id : vocabulary.encode(kept)) *out++ = id;

@@ -8,6 +8,7 @@
 
 #include "decode/step_decoders.h"
 #include "expnet/checkpoint.h"
+#include "expnet/demo_model.h"
 #include "expnet/model.h"
 #include "expnet/preprocess.h"
 #include "expnet/system.h"
@@ -74,9 +75,13 @@ std::unique_ptr<Captioner> Captioner::build(ModelConfig config, Vocabulary vocab
   return captioner;
 }
 
-std::unique_ptr<Captioner> Captioner::load(const ModelSource& source) {
+std::unique_ptr<Captioner> Captioner::load(const ModelSource& requested) {
   const auto start = Clock::now();
-  check_device(source.device);
+  check_device(requested.device);
+  ModelSource source = requested;
+  // `--model demo` alone is the built-in demo model; with --checkpoint it is
+  // the demo configuration for weights of one's own.
+  if (source.model == "demo" && source.checkpoint.empty()) source.checkpoint = demo_checkpoint_path();
   std::optional<StoredMetadata> stored;
   if (!source.checkpoint.empty()) {
     PthFile file(source.checkpoint);

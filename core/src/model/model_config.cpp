@@ -272,15 +272,35 @@ ModelConfig small_model_config() {
   return c;
 }
 
-std::vector<std::string> model_preset_names() { return {"official", "tiny", "small"}; }
+ModelConfig demo_model_config() {
+  // The built-in demo model (the shapes-demo recipe trains it): the training
+  // issue's calibration configuration, 1.38M parameters with the shapes vocabulary.
+  ModelConfig c;
+  c.swin_img_size = 96;
+  c.swin_patch_size = 4;
+  c.swin_embed_dim = 32;
+  c.swin_depths = {2, 2, 2};
+  c.swin_num_heads = {1, 2, 4};
+  c.swin_window_size = 6;
+  c.final_swin_dim = 128;
+  c.d_model = 128;
+  c.N_enc = 2;
+  c.N_dec = 2;
+  c.ff = 256;
+  c.num_heads = 4;
+  c.num_exp_enc_list = {8, 16};
+  c.num_exp_dec = 4;
+  c.max_seq_len = 22;
+  return c;
+}
+
+std::vector<std::string> model_preset_names() { return {"official", "tiny", "small", "demo"}; }
 
 ModelConfig resolve_model_config(const std::string& preset_or_path) {
   if (preset_or_path == "official") return official_model_config();
   if (preset_or_path == "tiny") return tiny_model_config();
   if (preset_or_path == "small") return small_model_config();
-  if (preset_or_path == "demo")
-    throw std::runtime_error("preset 'demo' is not available yet (it comes with the bundled demo model); use " +
-                             join(model_preset_names()) + " or a JSON file");
+  if (preset_or_path == "demo") return demo_model_config();
   if (preset_or_path.empty())
     throw std::runtime_error("--model is empty: give a preset (" + join(model_preset_names()) + ") or a JSON file");
   std::error_code ec;

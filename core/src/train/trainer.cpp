@@ -63,7 +63,7 @@ void check_keys(const json& j, const std::vector<std::string>& known, const std:
 StageConfig stage_from_json(const json& j, const std::string& source) {
   if (!j.is_object()) throw std::runtime_error(source + ": every stage must be a JSON object");
   check_keys(j, {"name", "objective", "backbone", "batch", "accumulate", "lr", "schedule", "warmup", "anneal_factor",
-                 "anneal_every", "epochs", "clip", "dropout", "drop_path", "max_batches_per_epoch"}, source);
+                 "anneal_every", "epochs", "clip", "dropout", "drop_path", "max_batches_per_epoch", "batch_unit"}, source);
   StageConfig s;
   std::string backbone = "frozen";
   take(j, "name", s.name, source);
@@ -81,6 +81,9 @@ StageConfig stage_from_json(const json& j, const std::string& source) {
   take(j, "dropout", s.dropout, source);
   take(j, "drop_path", s.drop_path, source);
   take(j, "max_batches_per_epoch", s.max_batches_per_epoch, source);
+  take(j, "batch_unit", s.batch_unit, source);
+  if (s.batch_unit != "caption" && s.batch_unit != "image")
+    throw std::runtime_error(source + ": batch_unit must be caption or image, not '" + s.batch_unit + "'");
   if (s.objective != "xe" && s.objective != "scst")
     throw std::runtime_error(source + ": objective must be xe or scst, not '" + s.objective + "'");
   if (backbone != "frozen" && backbone != "train")
@@ -97,7 +100,8 @@ json stage_to_json(const StageConfig& s) {
           {"batch", s.batch},       {"accumulate", s.accumulate}, {"lr", s.lr},
           {"schedule", s.schedule}, {"warmup", s.warmup},     {"anneal_factor", s.anneal_factor},
           {"anneal_every", s.anneal_every}, {"epochs", s.epochs}, {"clip", s.clip},
-          {"dropout", s.dropout},   {"drop_path", s.drop_path}, {"max_batches_per_epoch", s.max_batches_per_epoch}};
+          {"dropout", s.dropout},   {"drop_path", s.drop_path}, {"max_batches_per_epoch", s.max_batches_per_epoch},
+          {"batch_unit", s.batch_unit}};
 }
 
 }  // namespace
@@ -112,7 +116,7 @@ TrainConfig TrainConfig::from_json(const std::string& text, const std::string& s
   if (!j.is_object()) throw std::runtime_error(source + ": the training config must be a JSON object");
   check_keys(j, {"name", "seed", "model", "dataset", "shapes_images", "shapes_seed", "vocab_min_count",
                  "validation_images", "validation_beam", "validation_max_len", "keep_last", "checkpoint_every",
-                 "workers", "feature_cache", "stages"}, source);
+                 "workers", "feature_cache", "init_checkpoint", "stages"}, source);
   TrainConfig c;
   take(j, "name", c.name, source);
   take(j, "seed", c.seed, source);
@@ -127,6 +131,7 @@ TrainConfig TrainConfig::from_json(const std::string& text, const std::string& s
   take(j, "checkpoint_every", c.checkpoint_every, source);
   take(j, "workers", c.workers, source);
   take(j, "feature_cache", c.feature_cache, source);
+  take(j, "init_checkpoint", c.init_checkpoint, source);
   if (c.feature_cache != "disk" && c.feature_cache != "off")
     throw std::runtime_error(source + ": feature_cache must be disk or off, not '" + c.feature_cache + "'");
   if (!j.contains("model")) throw std::runtime_error(source + ": key 'model' (a preset name or an object) is missing");
@@ -147,31 +152,10 @@ std::string TrainConfig::to_json() const {
             {"shapes_images", shapes_images}, {"shapes_seed", shapes_seed}, {"vocab_min_count", vocab_min_count},
             {"validation_images", validation_images}, {"validation_beam", validation_beam},
             {"validation_max_len", validation_max_len}, {"keep_last", keep_last},
-            {"checkpoint_every", checkpoint_every}, {"workers", workers}, {"feature_cache", feature_cache},
+            {"checkpoint_every", checkpoint_every}, {"workers", workers}, {"feature_cache", feature_cache}, {"init_checkpoint", init_checkpoint},
             {"stages", json::array()}};
   for (const auto& s : stages) j["stages"].push_back(stage_to_json(s));
   return j.dump(1);
-}
-
-ModelConfig shapes_demo_model_config() {
-  // The calibration configuration (1.37M parameters with its vocabulary).
-  ModelConfig c;
-  c.swin_img_size = 96;
-  c.swin_patch_size = 4;
-  c.swin_embed_dim = 32;
-  c.swin_depths = {2, 2, 2};
-  c.swin_num_heads = {1, 2, 4};
-  c.swin_window_size = 6;
-  c.final_swin_dim = 128;
-  c.d_model = 128;
-  c.N_enc = 2;
-  c.N_dec = 2;
-  c.ff = 256;
-  c.num_heads = 4;
-  c.num_exp_enc_list = {8, 16};
-  c.num_exp_dec = 4;
-  c.max_seq_len = 22;
-  return c;
 }
 
 TrainConfig train_preset(const std::string& name) {
@@ -189,13 +173,17 @@ TrainConfig train_preset(const std::string& name) {
     return c;
   }
   if (name == "shapes-demo") {
-    c.model_json = shapes_demo_model_config().to_json();
+    c.model_json = demo_model_config().to_json();
     c.dataset = "shapes";
-    c.shapes_images = 1500;
+    // The built-in demo model (resources/demo, README): about 20 minutes of XE
+    // end to end on a 2-core CPU, whole images per batch so the backbone runs
+    // once for five captions, then about 20 minutes of SCST on cached features.
+    c.shapes_images = 3000;
     c.vocab_min_count = 1;
     c.validation_images = 60;
-    c.stages = {StageConfig{"xe", "xe", false, 32, 1, 1e-3, "linear", 200, 0.8, 2, 8, 1.0, 0.1, 0.0, 0},
-                StageConfig{"scst", "scst", true, 16, 1, 5e-5, "fixed", 0, 1.0, 1, 2, 1.0, 0.0, 0.0, 0}};
+    auto xe = StageConfig{"xe", "xe", false, 12, 1, 1e-3, "linear", 200, 0.8, 2, 14, 1.0, 0.1, 0.0, 0};
+    xe.batch_unit = "image";
+    c.stages = {xe, StageConfig{"scst", "scst", true, 16, 1, 1e-4, "fixed", 0, 0.8, 1, 3, 1.0, 0.1, 0.0, 0}};
     return c;
   }
   throw std::runtime_error("unknown training preset '" + name + "' (use paper or shapes-demo, or --config FILE)");
@@ -350,6 +338,11 @@ void Trainer::build_model() {
   // default (random) 1-D biases, drawn in the constructors.
   torch::manual_seed(config_.seed);
   model_ = ExpansionNet(model_config_, static_cast<int64_t>(vocab_->size()));
+  if (!config_.init_checkpoint.empty()) {
+    // Fine-tuning (e.g. SCST from an XE run's best.pth): every weight must fit.
+    const auto report = load_state_dict(*model_, config_.init_checkpoint);
+    spdlog::info("initialised from {} ({} tensors)", config_.init_checkpoint, report.loaded.size());
+  }
   model_->to(device_);
 }
 
@@ -646,7 +639,7 @@ void Trainer::draw_progress(const StageConfig& stage, int64_t done, int64_t tota
 void Trainer::run_stage(const StageConfig& stage) {
   const bool scst = stage.objective == "scst";
   LoaderOptions lo;
-  lo.mode = scst ? SamplingMode::ImageWise : SamplingMode::CaptionWise;
+  lo.mode = scst || stage.batch_unit == "image" ? SamplingMode::ImageWise : SamplingMode::CaptionWise;
   // Distributed: the loader plans global batches of batch x world items and
   // this rank builds its slice, so N ranks of batch b train like one of N*b.
   lo.batch_size = stage.batch * world();
@@ -726,11 +719,14 @@ void Trainer::run_stage(const StageConfig& stage) {
             loss = scst_loss(*model_, feats, idx, *reward_, so).loss / static_cast<double>(world());
           } else {
             const auto tokens = torch::from_blob(batch.tokens.data(),
-                                                 {static_cast<int64_t>(batch.size()), batch.length}, torch::kLong)
+                                                 {static_cast<int64_t>(batch.caption_items.size()), batch.length}, torch::kLong)
                                     .clone().to(device_);
             const auto input = tokens.narrow(1, 0, batch.length - 1);
             const auto target = tokens.narrow(1, 1, batch.length - 1);
-            const auto enc = model_->encode(feats);
+            auto enc = model_->encode(feats);
+            // Whole images per item: each image's encoding serves all its captions.
+            if (lo.mode == SamplingMode::ImageWise)
+              enc = enc.index_select(0, torch::tensor(batch.caption_items, torch::kLong).to(device_));
             const auto lp = model_->decode(enc, input, causal_self_mask(input, vocab_->pad_id())).to(torch::kFloat);
             loss = label_smoothing_loss(lp, target, vocab_->pad_id(), 0.1);
             if (group_ && global_tokens > 0) loss = loss * (static_cast<double>(local_tokens) / global_tokens);
@@ -904,7 +900,7 @@ double median_of(std::vector<double> v) {
 
 TrainBenchResult bench_training(const TrainBenchOptions& o) {
   if (o.batch < 1 || o.steps < 1 || o.warmup < 0) throw std::runtime_error("bench train: --batch and --steps must be >= 1, --warmup >= 0");
-  const ModelConfig mc = o.model_json.empty() ? shapes_demo_model_config() : ModelConfig::from_json(o.model_json, "bench train model");
+  const ModelConfig mc = o.model_json.empty() ? demo_model_config() : ModelConfig::from_json(o.model_json, "bench train model");
   std::string json_path = o.data_dir + "/dataset_coco.json";
   if (!fs::exists(json_path)) {
     ShapesOptions so;

@@ -228,22 +228,35 @@ ScstSamples scst_sample(ExpansionNetImpl& model, const torch::Tensor& features, 
   const auto long_opts = torch::TensorOptions().dtype(torch::kLong).device(features.device());
   auto prefix = torch::full({rows, 1}, options.sos_id, long_opts);
   auto finished = torch::zeros({rows}, long_opts.dtype(torch::kBool));
-  std::vector<torch::Tensor> step_tokens, step_log_probs;
-  for (int64_t t = 0; t < options.max_len; ++t) {
-    // The prefix keeps the sampled words after EOS: the causal mask keeps them
-    // from affecting earlier positions, and their log-probs are masked below.
-    const auto log_probs = model.decode(enc, prefix, causal_self_mask(prefix, -1)).select(1, t);
-    const auto sampled = torch::multinomial(log_probs.detach().exp(), 1).squeeze(1);
-    const auto lp = log_probs.gather(1, sampled.unsqueeze(1)).squeeze(1);
-    step_tokens.push_back(torch::where(finished, torch::full_like(sampled, options.pad_id), sampled));
-    step_log_probs.push_back(torch::where(finished, torch::zeros_like(lp), lp));
-    finished = finished.logical_or(sampled.eq(options.eos_id));
-    prefix = torch::cat({prefix, sampled.unsqueeze(1)}, 1);
-    if (finished.all().item<bool>()) break;
+  std::vector<torch::Tensor> step_tokens, step_alive;
+  {
+    // Drawing needs no graph: building one per step over the whole prefix and
+    // back-propagating through all of them costs O(L^2) decoder passes backward.
+    torch::NoGradGuard no_grad;
+    const auto enc_values = enc.detach();
+    for (int64_t t = 0; t < options.max_len; ++t) {
+      // The prefix keeps the sampled words after EOS: the causal mask keeps them
+      // from affecting earlier positions, and they are replaced by PAD below.
+      const auto log_probs = model.decode(enc_values, prefix, causal_self_mask(prefix, -1)).select(1, t);
+      const auto sampled = torch::multinomial(log_probs.exp(), 1).squeeze(1);
+      step_tokens.push_back(torch::where(finished, torch::full_like(sampled, options.pad_id), sampled));
+      step_alive.push_back(finished.logical_not());
+      finished = finished.logical_or(sampled.eq(options.eos_id));
+      prefix = torch::cat({prefix, sampled.unsqueeze(1)}, 1);
+      if (finished.all().item<bool>()) break;
+    }
   }
   ScstSamples out;
   out.tokens = torch::stack(step_tokens, 1);
-  out.token_log_probs = torch::stack(step_log_probs, 1);
+  // One teacher-forced pass with gradients scores every drawn word: under the
+  // causal mask position t sees exactly the prefix it was drawn from (dropout
+  // draws fresh masks, as every step of the reference's loop does).
+  const auto input = torch::cat({torch::full({rows, 1}, options.sos_id, long_opts), out.tokens.narrow(1, 0, out.tokens.size(1) - 1)}, 1);
+  const auto log_probs = model.decode(enc, input, causal_self_mask(input, -1));
+  const auto drawn = out.tokens.clamp_min(0);
+  const auto lp = log_probs.gather(2, drawn.unsqueeze(2)).squeeze(2);
+  // Words up to and including the first EOS count; the PAD after it does not.
+  out.token_log_probs = torch::where(torch::stack(step_alive, 1), lp, torch::zeros_like(lp));
   const auto cpu = out.tokens.cpu();
   const auto acc = cpu.accessor<int64_t, 2>();
   out.ids.resize(static_cast<size_t>(rows));
