@@ -66,6 +66,16 @@ struct ScalarRAdam {
 
 }  // namespace
 
+// SOS 0, EOS 1, PAD 2 (the tiny vocabularies of the SCST tests), captions up to 6 words.
+static ScstOptions tinyScstOptions() {
+  ScstOptions opt;
+  opt.sos_id = 0;
+  opt.eos_id = 1;
+  opt.pad_id = 2;
+  opt.max_len = 6;
+  return opt;
+}
+
 class TestTraining : public QObject {
   Q_OBJECT
 
@@ -253,11 +263,7 @@ class TestTraining : public QObject {
     const auto features = torch::randn({2, config.feature_tokens(), config.final_swin_dim});
     CiderDReward reward({{{"a", "red", "circle"}, {"red", "circle"}}, {{"a", "blue", "square"}}});
     reward.set_vocabulary(words, 1);
-    ScstOptions opt;
-    opt.sos_id = 0;
-    opt.eos_id = 1;
-    opt.pad_id = 2;
-    opt.max_len = 6;
+    const ScstOptions opt = tinyScstOptions();
     const auto samples = scst_sample(*model, features, opt);
     QCOMPARE(samples.tokens.size(0), int64_t(10));
     QVERIFY(samples.tokens.size(1) <= 6);
@@ -291,11 +297,7 @@ class TestTraining : public QObject {
     ExpansionNet model(config, 9);
     model->eval();
     const auto features = torch::randn({2, config.feature_tokens(), config.final_swin_dim});
-    ScstOptions opt;
-    opt.sos_id = 0;
-    opt.eos_id = 1;
-    opt.pad_id = 2;
-    opt.max_len = 6;
+    const ScstOptions opt = tinyScstOptions();
     const auto samples = scst_sample(*model, features, opt);
     torch::NoGradGuard no_grad;
     const auto enc = model->encode(features).repeat_interleave(opt.samples_per_image, 0);
