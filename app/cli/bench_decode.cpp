@@ -10,6 +10,8 @@
 #include <chrono>
 #include <fstream>
 #include <iostream>
+#include <map>
+#include <optional>
 #include <opencv2/core.hpp>
 
 #include "command.h"
@@ -77,65 +79,77 @@ at::Tensor random_images(const Captioner& captioner, int64_t batch, uint64_t see
   return torch::randn({batch, 3, size, size});
 }
 
-struct PathTiming {
-  double ms = 0, ms_per_step = 0;
-  int steps = 0;
-};
-
-PathTiming time_decode(Captioner& captioner, const at::Tensor& encoded, DecoderKind kind, const BenchArgs& args) {
+// One forced decode of `encoded` (images x N x d) with the given path, in ms.
+double time_decode_once(Captioner& captioner, const at::Tensor& encoded, DecoderKind kind, const BenchArgs& args,
+                        int& steps) {
   const auto options = captioner.complete(forced_options(args, args.steps));
   const auto special = captioner.special_tokens(false);
-  std::vector<double> times;
-  int steps = 0;
-  for (int r = 0; r < args.repeats; ++r) {
-    const auto start = Clock::now();
-    auto decoder = captioner.make_decoder(encoded, kind);
-    auto results = decode(*decoder, encoded.size(0), special, options);
-    times.push_back(std::chrono::duration<double, std::milli>(Clock::now() - start).count());
-    steps = results.front().steps;
-  }
-  if (args.profile)
-    profile_ops(std::string("decode, batch ") + std::to_string(encoded.size(0)) +
-                    (kind == DecoderKind::Full ? ", full recompute" : ", incremental"),
-                [&] {
-                  auto decoder = captioner.make_decoder(encoded, kind);
-                  decode(*decoder, encoded.size(0), special, options);
-                },
-                std::cerr);
-  PathTiming t;
-  t.ms = median(times);
-  t.steps = steps;
-  t.ms_per_step = t.ms / std::max(1, steps);
-  return t;
+  const auto start = Clock::now();
+  auto decoder = captioner.make_decoder(encoded, kind);
+  auto results = decode(*decoder, encoded.size(0), special, options);
+  steps = results.front().steps;
+  return std::chrono::duration<double, std::milli>(Clock::now() - start).count();
 }
+
+void profile_decode(Captioner& captioner, const at::Tensor& encoded, DecoderKind kind, const BenchArgs& args) {
+  int steps = 0;
+  profile_ops(std::string("decode, batch ") + std::to_string(encoded.size(0)) +
+                  (kind == DecoderKind::Full ? ", full recompute" : ", incremental"),
+              [&] { time_decode_once(captioner, encoded, kind, args, steps); }, std::cerr);
+}
+
+const char* path_name(DecoderKind kind) { return kind == DecoderKind::Full ? "full" : "incremental"; }
 
 void run_decode(const RuntimeOptions& runtime, const BenchArgs& args) {
   auto captioner = make_captioner(args, runtime);
   nlohmann::json out = {{"model", args.model}, {"beam", args.beam}, {"words", args.steps}, {"repeats", args.repeats},
                         {"threads", torch_threads()}, {"device", runtime.device}};
+  const std::vector<DecoderKind> kinds{DecoderKind::Full, DecoderKind::Incremental};
+  std::vector<at::Tensor> encoded;
+  for (int batch : args.batches) encoded.push_back(captioner->encode(random_images(*captioner, batch, args.seed)));
+  // Every repeat times every (batch, path) once, interleaved, so a machine
+  // that speeds up or slows down during the run affects both sides of each
+  // ratio alike; the ratios are medians of the per-repeat ratios.
+  std::map<std::pair<size_t, DecoderKind>, std::vector<double>> times;
+  std::map<size_t, int> steps;
+  for (int r = 0; r < args.repeats; ++r)
+    for (size_t b = 0; b < encoded.size(); ++b)
+      for (DecoderKind kind : kinds) {
+        const double ms = time_decode_once(*captioner, encoded[b], kind, args, steps[b]);
+        times[{b, kind}].push_back(ms);
+        spdlog::info("repeat {}: batch {} {}: {:.1f} ms", r + 1, args.batches[b], path_name(kind), ms);
+      }
+  if (args.profile)
+    for (size_t b = 0; b < encoded.size(); ++b)
+      for (DecoderKind kind : kinds) profile_decode(*captioner, encoded[b], kind, args);
+
   nlohmann::json rows = nlohmann::json::array();
-  double incremental_batch1 = 0;
-  for (int batch : args.batches) {
-    auto encoded = captioner->encode(random_images(*captioner, batch, args.seed));
-    for (DecoderKind kind : {DecoderKind::Full, DecoderKind::Incremental}) {
-      const auto t = time_decode(*captioner, encoded, kind, args);
-      const char* name = kind == DecoderKind::Full ? "full" : "incremental";
-      spdlog::info("batch {} {}: {:.1f} ms ({:.2f} ms/step, {} steps)", batch, name, t.ms, t.ms_per_step, t.steps);
-      rows.push_back({{"batch", batch}, {"path", name}, {"ms", t.ms}, {"ms_per_step", t.ms_per_step},
-                      {"ms_per_image", t.ms / batch}, {"steps", t.steps}});
-      if (batch == 1 && kind == DecoderKind::Incremental) incremental_batch1 = t.ms;
+  for (size_t b = 0; b < encoded.size(); ++b)
+    for (DecoderKind kind : kinds) {
+      const double ms = median(times[{b, kind}]);
+      const int batch = args.batches[b];
+      rows.push_back({{"batch", batch}, {"path", path_name(kind)}, {"ms", ms},
+                      {"ms_per_step", ms / std::max(1, steps[b])}, {"ms_per_image", ms / batch}, {"steps", steps[b]},
+                      {"ms_all_repeats", times[{b, kind}]}});
     }
-  }
   out["runs"] = rows;
-  for (const auto& row : rows) {
-    if (row["path"] == "incremental") {
-      for (const auto& other : rows)
-        if (other["path"] == "full" && other["batch"] == row["batch"])
-          out["speedup_incremental_vs_full_batch" + std::to_string(row["batch"].get<int>())] =
-              other["ms"].get<double>() / row["ms"].get<double>();
-      if (row["batch"].get<int>() > 1 && incremental_batch1 > 0)
-        out["throughput_gain_batch" + std::to_string(row["batch"].get<int>())] =
-            incremental_batch1 / row["ms_per_image"].get<double>();
+  const auto per_repeat_ratio = [&](auto ratio) {
+    std::vector<double> v;
+    for (int r = 0; r < args.repeats; ++r) v.push_back(ratio(static_cast<size_t>(r)));
+    return median(v);
+  };
+  std::optional<size_t> single;
+  for (size_t b = 0; b < encoded.size(); ++b)
+    if (args.batches[b] == 1) single = b;
+  for (size_t b = 0; b < encoded.size(); ++b) {
+    const auto& full = times[{b, DecoderKind::Full}];
+    const auto& incremental = times[{b, DecoderKind::Incremental}];
+    const std::string batch = std::to_string(args.batches[b]);
+    out["speedup_incremental_vs_full_batch" + batch] = per_repeat_ratio([&](size_t r) { return full[r] / incremental[r]; });
+    if (single && args.batches[b] > 1) {
+      const auto& one = times[{*single, DecoderKind::Incremental}];
+      out["throughput_gain_batch" + batch] =
+          per_repeat_ratio([&](size_t r) { return one[r] * args.batches[b] / incremental[r]; });
     }
   }
   out["peak_rss_mb"] = peak_rss_mb();
@@ -144,7 +158,8 @@ void run_decode(const RuntimeOptions& runtime, const BenchArgs& args) {
     return;
   }
   std::cout << "decode, " << args.model << " random weights, beam " << args.beam << ", " << args.steps
-            << " words forced, threads " << torch_threads() << ", median of " << args.repeats << "\n";
+            << " words forced, threads " << torch_threads() << ", median of " << args.repeats
+            << " interleaved repeats (ratios: median of per-repeat ratios)\n";
   for (const auto& row : rows)
     std::cout << "  batch " << row["batch"] << " " << row["path"].get<std::string>() << ": " << row["ms"].get<double>()
               << " ms (" << row["ms_per_step"].get<double>() << " ms/step, " << row["ms_per_image"].get<double>()

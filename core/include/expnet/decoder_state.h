@@ -55,6 +55,7 @@ class DecoderState {
     torch::Tensor cond, keys;                // rows x t x d      cond_embed(x_u), key_linear(x_u)
     torch::Tensor class_a, class_b;          // rows x t x d      class_{a,b}_embed(x_u)
     torch::Tensor route_a, route_b;          // rows x t*NE x T_max  normalised relu(+-z[u,e,v]), 0 for v > u
+    torch::Tensor slot_scores;               // rows x t x NE     Q_e . K_u (fixed once position u exists)
   };
   torch::Tensor dynamic_expansion_step(DecoderLayerImpl& layer, LayerCache& cache, const torch::Tensor& x);
   torch::Tensor cross_attention_step(CrossAttentionImpl& mha, const LayerCache& cache, const torch::Tensor& q_in);

@@ -6,6 +6,7 @@
 #include <stdexcept>
 
 #include "expnet/model.h"
+#include "model/few_rows_linear.h"
 
 namespace expnet {
 namespace {
@@ -37,7 +38,8 @@ LinearImpl::LinearImpl(int64_t in, int64_t out, bool with_bias) : in_features(in
   if (with_bias) bias = register_parameter("bias", torch::empty({out}));
 }
 
-torch::Tensor LinearImpl::forward(const torch::Tensor& x) { return torch::linear(x, weight, bias); }
+// Decoding steps (a few rows, no autograd) take the weight-streaming path.
+torch::Tensor LinearImpl::forward(const torch::Tensor& x) { return few_rows_linear(x, weight, bias); }
 
 LayerNormImpl::LayerNormImpl(int64_t dim_, double eps_) : dim(dim_), eps(eps_) {
   weight = register_parameter("weight", torch::ones({dim}));

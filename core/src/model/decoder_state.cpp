@@ -2,6 +2,8 @@
 // (see decoder_state.h for what is cached and why it is exact).
 #include "expnet/decoder_state.h"
 
+#include "model/few_rows_linear.h"
+
 #include <cmath>
 #include <stdexcept>
 
@@ -78,7 +80,7 @@ torch::Tensor DecoderState::dynamic_expansion_step(DecoderLayerImpl& layer, Laye
   const auto& slot_biases = dyn.bias_exp_vectors->weight;    // NE x d  (B)
 
   // The new position t: its five linear outputs in one matmul.
-  const auto parts = torch::linear(x, cache.fused_weight, cache.fused_bias).split(d, -1);  // 5 x (R x 1 x d)
+  const auto parts = few_rows_linear(x, cache.fused_weight, cache.fused_bias).split(d, -1);  // 5 x (R x 1 x d)
   const auto& cond = parts[0];
   const auto& key = parts[1];
   cache.cond = append(cache.cond, cond);                   // R x n x d, n = t+1
@@ -87,28 +89,34 @@ torch::Tensor DecoderState::dynamic_expansion_step(DecoderLayerImpl& layer, Laye
   cache.class_b = append(cache.class_b, parts[3]);
   const int64_t n = cache.keys.size(1);
 
+  // z[u,e,v] = (Q_e + C_u) . K_v = Q_e . K_v + C_u . K_v. The slot part of a
+  // position never changes, so it is cached; the rest are row-wise dot
+  // products, written as multiply-and-sum because batched matmuls of one row
+  // per beam cost more in dispatch than in arithmetic.
+  const auto slot_part = torch::matmul(key, slot_queries.t());                   // R x 1 x NE: Q_e . K_t
+  cache.slot_scores = append(cache.slot_scores, slot_part);                       // R x n x NE: Q_e . K_u
+
   // Forward rows of the new elements (t, e) over keys u <= t, as the full path
   // computes them; stored padded to T_max (zeros: positions not yet seen).
-  const auto query = slot_queries.unsqueeze(0) + cond;                           // R x NE x d
-  const auto z_new = torch::matmul(query, cache.keys.transpose(1, 2)) / scale;   // R x NE x n
+  const auto cond_keys = (cache.keys * cond).sum(-1);                             // R x n: C_t . K_u
+  const auto z_new = (cache.slot_scores.transpose(1, 2) + cond_keys.unsqueeze(1)) / scale;  // R x NE x n
   const std::vector<int64_t> pad{0, max_positions_ - n};
   cache.route_a = append(cache.route_a, torch::constant_pad_nd(normalise_rows(torch::relu(z_new)), pad));
   cache.route_b = append(cache.route_b, torch::constant_pad_nd(normalise_rows(torch::relu(-z_new)), pad));
 
-  // Backward row of position t over all elements (u, e), u <= t:
-  // z[u,e,t] = (Q_e + C_u) . K_t = Q_e . K_t + C_u . K_t.
-  const auto slot_part = torch::matmul(key, slot_queries.t());                    // R x 1 x NE
-  const auto position_part = torch::matmul(cache.cond, key.transpose(1, 2));      // R x n x 1
-  const auto z_back = ((position_part + slot_part) / scale).view({R, 1, n * NE}); // (u, e) position-major
+  // Backward row of position t over all elements (u, e), u <= t.
+  const auto position_part = (cache.cond * key).sum(-1).unsqueeze(-1);           // R x n x 1: C_u . K_t
+  const auto z_back = ((position_part + slot_part) / scale).view({R, n * NE});    // (u, e) position-major
   const auto backward = [&](const torch::Tensor& weights, const torch::Tensor& route, const torch::Tensor& classes) {
     // sum_ue w[u,e] (F[u,e] + b[u,e]) with F[u,e] = route[u,e,:] classes and
     // b[u,e] = B_e + C_u.
-    const auto mixed = torch::matmul(weights, route.narrow(2, 0, n));             // R x 1 x n
+    const auto mixed = (weights.unsqueeze(-1) * route.narrow(2, 0, n)).sum(1);   // R x n
     const auto grid = weights.view({R, n, NE});
     const auto per_slot = grid.sum(1);                                             // R x NE
-    const auto per_position = grid.sum(2).unsqueeze(1);                            // R x 1 x n
-    return torch::matmul(mixed, classes) + torch::matmul(per_position, cache.cond) +
-           torch::matmul(per_slot, slot_biases).unsqueeze(1);
+    const auto per_position = grid.sum(2);                                         // R x n
+    return ((mixed.unsqueeze(-1) * classes).sum(1) + (per_position.unsqueeze(-1) * cache.cond).sum(1) +
+            torch::matmul(per_slot, slot_biases))
+        .unsqueeze(1);                                                             // R x 1 x d
   };
   const auto out_a = backward(normalise_rows(torch::relu(z_back)), cache.route_a, cache.class_a);
   const auto out_b = backward(normalise_rows(torch::relu(-z_back)), cache.route_b, cache.class_b);
@@ -146,7 +154,8 @@ void DecoderState::reorder(const torch::Tensor& indices) {
   if (idx.numel() > 0 && (idx.min().item<int64_t>() < 0 || idx.max().item<int64_t>() >= rows()))
     throw std::invalid_argument("DecoderState::reorder: index outside 0.." + std::to_string(rows() - 1));
   for (auto& cache : layers_)
-    for (auto* t : {&cache.cond, &cache.keys, &cache.class_a, &cache.class_b, &cache.route_a, &cache.route_b})
+    for (auto* t : {&cache.cond, &cache.keys, &cache.class_a, &cache.class_b, &cache.route_a, &cache.route_b,
+                    &cache.slot_scores})
       if (t->defined()) *t = t->index_select(0, idx);
   row_image_ = row_image_.index_select(0, idx);
   // Image-major with a uniform count per image?

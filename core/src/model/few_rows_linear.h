@@ -1,0 +1,23 @@
+// y = x W^T + b for inputs of very few rows (a decoding step: one row per
+// beam), where BLAS is far from the memory bandwidth the step is bound by.
+#pragma once
+
+#include <ATen/core/Tensor.h>
+
+namespace expnet {
+
+// Rows of x up to which few_rows_linear streams W itself; above it, BLAS wins.
+inline constexpr int64_t kFewRowsLimit = 8;
+
+// True when few_rows_linear would take its own path for these operands:
+// inference (no autograd), CPU float32, contiguous, at most kFewRowsLimit rows.
+bool few_rows_linear_applies(const at::Tensor& x, const at::Tensor& weight);
+
+// torch::linear(x, weight, bias) (bias may be undefined). For the shapes of
+// few_rows_linear_applies it reads each weight row once and dots it with every
+// input row (AVX2/FMA when the CPU has them), on the calling thread;
+// otherwise it is torch::linear itself. Sums differ from BLAS only in
+// rounding order (about 1e-6 relative).
+at::Tensor few_rows_linear(const at::Tensor& x, const at::Tensor& weight, const at::Tensor& bias);
+
+}  // namespace expnet
