@@ -5,6 +5,7 @@
 
 #include "expnet/decoder_state.h"
 #include "expnet/model.h"
+#include "model/few_rows_linear.h"
 #include "reference_tiny.h"
 #include "support/fixtures.h"
 
@@ -107,6 +108,33 @@ class TestDecoderState : public QObject {
     QVERIFY_THROWS_EXCEPTION(std::invalid_argument, state.reorder(torch::tensor({1}, torch::kLong)));
     for (int64_t t = 0; t < reference_.config.max_seq_len; ++t) state.step(torch::tensor({1}, torch::kLong));
     QVERIFY_THROWS_EXCEPTION(std::invalid_argument, state.step(torch::tensor({1}, torch::kLong)));
+  }
+
+  // The decoding steps' own matrix kernel (every instruction set this CPU
+  // runs) against LibTorch's linear, on every row count it takes and on sizes
+  // that leave tails: inputs not a multiple of 16, outputs not of 4.
+  void fewRowsLinearEqualsTorchLinear() {
+    torch::NoGradGuard no_grad;
+    torch::manual_seed(7);
+    const int best = static_cast<int>(expnet::best_few_rows_isa());
+    for (int isa = 0; isa <= best; ++isa)
+      for (const int64_t in : {5, 16, 37, 512})
+        for (const int64_t out : {1, 13, 64})
+          for (int64_t rows = 1; rows <= expnet::kFewRowsLimit; ++rows) {
+            const auto x = torch::randn({rows, 1, in}), w = torch::randn({out, in}), b = torch::randn({out});
+            const auto with_bias = expnet::few_rows_linear(x, w, b, static_cast<expnet::FewRowsIsa>(isa));
+            const auto without = expnet::few_rows_linear(x, w, {}, static_cast<expnet::FewRowsIsa>(isa));
+            QCOMPARE(with_bias.sizes(), torch::linear(x, w, b).sizes());
+            const double worst = std::max((with_bias - torch::linear(x, w, b)).abs().max().item<double>(),
+                                          (without - torch::linear(x, w)).abs().max().item<double>());
+            QVERIFY2(worst < 1e-4, qPrintable(QString("isa %1, %2 rows, %3 -> %4: differs by %5")
+                                                  .arg(isa).arg(rows).arg(in).arg(out).arg(worst)));
+          }
+    // Above the limit, with gradients on, or for other types it is torch::linear itself.
+    const auto many = torch::randn({expnet::kFewRowsLimit + 1, 8}), w = torch::randn({3, 8});
+    QVERIFY(!expnet::few_rows_linear_applies(many, w));
+    QVERIFY(torch::equal(expnet::few_rows_linear(many, w, {}), torch::linear(many, w)));
+    QVERIFY(!expnet::few_rows_linear_applies(many.narrow(0, 0, 2).to(torch::kDouble), w.to(torch::kDouble)));
   }
 };
 

@@ -20,4 +20,11 @@ bool few_rows_linear_applies(const at::Tensor& x, const at::Tensor& weight);
 // rounding order (about 1e-6 relative).
 at::Tensor few_rows_linear(const at::Tensor& x, const at::Tensor& weight, const at::Tensor& bias);
 
+// The kernels, ordered; few_rows_linear uses the best one this CPU runs.
+enum class FewRowsIsa { portable = 0, avx2 = 1, avx512 = 2 };
+FewRowsIsa best_few_rows_isa();
+// The same with a given kernel family (tests compare every family the CPU
+// runs); std::invalid_argument when the CPU lacks it.
+at::Tensor few_rows_linear(const at::Tensor& x, const at::Tensor& weight, const at::Tensor& bias, FewRowsIsa isa);
+
 }  // namespace expnet
