@@ -6,16 +6,21 @@
 
 namespace expnet {
 
-// Rows of x up to which few_rows_linear streams W itself; above it, BLAS wins.
+// Rows of x up to which few_rows_linear streams W itself on one thread (one
+// beam-search step of one image).
 inline constexpr int64_t kFewRowsLimit = 8;
+// With AVX-512, rows up to which its blocked kernel (on LibTorch's threads)
+// beats BLAS (a step of several images); above it, BLAS wins.
+inline constexpr int64_t kBlockedRowsLimit = 64;
 
 // True when few_rows_linear would take its own path for these operands:
-// inference (no autograd), CPU float32, contiguous, at most kFewRowsLimit rows.
+// inference (no autograd), CPU float32, contiguous weight, and at most
+// kFewRowsLimit rows (kBlockedRowsLimit with AVX-512).
 bool few_rows_linear_applies(const at::Tensor& x, const at::Tensor& weight);
 
 // torch::linear(x, weight, bias) (bias may be undefined). For the shapes of
 // few_rows_linear_applies it reads each weight row once and dots it with every
-// input row (AVX2/FMA when the CPU has them), on the calling thread;
+// input row (AVX-512, AVX2/FMA or portable code, the best the CPU has);
 // otherwise it is torch::linear itself. Sums differ from BLAS only in
 // rounding order (about 1e-6 relative).
 at::Tensor few_rows_linear(const at::Tensor& x, const at::Tensor& weight, const at::Tensor& bias);
