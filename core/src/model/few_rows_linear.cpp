@@ -238,10 +238,6 @@ RowsKernel kernel_for(int64_t rows_count, FewRowsIsa isa) {
   }
 }
 
-}  // namespace
-
-namespace {
-
 // The operands few_rows_linear can take at all: inference (no autograd), CPU
 // float32, contiguous weight. Returns the row count, or 0.
 int64_t eligible_rows(const at::Tensor& x, const at::Tensor& weight) {
@@ -265,8 +261,8 @@ bool own_path(int64_t rows_count, FewRowsIsa isa) {
 // own parallel regions): at these row counts a call is bound by arithmetic,
 // so the second core halves it. Each thread takes whole blocks of outputs.
 void run_blocked(const Operands& op, int64_t rows_count) {
-  const int64_t blocks = (op.out + kBlockedOutputs - 1) / kBlockedOutputs;
 #ifdef _OPENMP
+  const int64_t blocks = (op.out + kBlockedOutputs - 1) / kBlockedOutputs;
 #pragma omp parallel
   {
     const int64_t threads = omp_get_num_threads(), me = omp_get_thread_num();
@@ -275,7 +271,7 @@ void run_blocked(const Operands& op, int64_t rows_count) {
     if (first < last) blocked_avx512(op, rows_count, first, last);
   }
 #else
-  blocked_avx512(op, rows_count, 0, std::min<int64_t>(op.out, blocks * kBlockedOutputs));
+  blocked_avx512(op, rows_count, 0, op.out);
 #endif
 }
 #endif
@@ -321,6 +317,8 @@ at::Tensor few_rows_linear(const at::Tensor& x, const at::Tensor& weight, const 
   } else {
 #ifdef EXPNET_HAVE_AVX2_PATH
     run_blocked(op, rows_count);
+#else
+    return at::linear(x, weight, bias);  // own_path never sends more rows here without AVX-512
 #endif
   }
   return y;

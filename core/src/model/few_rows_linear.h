@@ -1,5 +1,7 @@
-// y = x W^T + b for inputs of very few rows (a decoding step: one row per
-// beam), where BLAS is far from the memory bandwidth the step is bound by.
+// y = x W^T + b for inputs of few rows (a decoding step: one row per beam,
+// per image), where BLAS spends more on packing the weights than on the
+// arithmetic: up to kFewRowsLimit rows a step is bound by reading W, from
+// there up to kBlockedRowsLimit by the arithmetic.
 #pragma once
 
 #include <ATen/core/Tensor.h>
