@@ -27,7 +27,7 @@
 namespace expnet {
 namespace {
 
-constexpr int kBlockedOutputs = 6;  // weight rows per block of the blocked kernel
+constexpr int kBlockedOutputs = 6;  // weight rows per block of the AVX-512 blocked kernel
 
 // y[r, o] = b[o] + sum_k x[r, k] w[o, k] for o in [first, last).
 struct Operands {
@@ -189,6 +189,56 @@ __attribute__((target("avx512f"))) void blocked_avx512(const Operands& op, int64
   for (; o < last; ++o) blocked_rows_group<1>(op, rows, o);
 }
 
+// The same tiling with AVX2 (for CPUs without AVX-512): 3 weight rows x 4
+// input rows, 12 accumulators + 3 weight vectors + 1 input vector fill the 16
+// registers exactly. Row tails that are not a multiple of 8 are summed in scalar.
+template <int R, int O>
+__attribute__((target("avx2,fma"))) void blocked_tile_avx2(const Operands& op, int64_t r0, int64_t o) {
+  const int64_t in = op.in, whole = in / 8 * 8;
+  const float* w = op.w + o * in;
+  const float* x = op.x + r0 * in;
+  __m256 acc[O][R];
+  for (int j = 0; j < O; ++j)
+    for (int r = 0; r < R; ++r) acc[j][r] = _mm256_setzero_ps();
+  for (int64_t k = 0; k < whole; k += 8) {
+    __m256 wv[O];
+    for (int j = 0; j < O; ++j) wv[j] = _mm256_loadu_ps(w + j * in + k);
+    for (int r = 0; r < R; ++r) {
+      const __m256 xv = _mm256_loadu_ps(x + r * in + k);
+      for (int j = 0; j < O; ++j) acc[j][r] = _mm256_fmadd_ps(wv[j], xv, acc[j][r]);
+    }
+  }
+  for (int j = 0; j < O; ++j)
+    for (int r = 0; r < R; ++r) {
+      float sum = horizontal_sum(acc[j][r]);
+      for (int64_t k = whole; k < in; ++k) sum += w[j * in + k] * x[r * in + k];
+      op.y[(r0 + r) * op.out + o + j] = sum + (op.b ? op.b[o + j] : 0.0f);
+    }
+}
+
+template <int O>
+__attribute__((target("avx2,fma"))) void blocked_rows_group_avx2(const Operands& op, int64_t rows, int64_t o) {
+  int64_t r = 0;
+  for (; r + 4 <= rows; r += 4) blocked_tile_avx2<4, O>(op, r, o);
+  switch (rows - r) {
+    case 3: blocked_tile_avx2<3, O>(op, r, o); break;
+    case 2: blocked_tile_avx2<2, O>(op, r, o); break;
+    case 1: blocked_tile_avx2<1, O>(op, r, o); break;
+    default: break;
+  }
+}
+
+__attribute__((target("avx2,fma"))) void blocked_avx2(const Operands& op, int64_t rows, int64_t first, int64_t last) {
+  constexpr int64_t kOutputs = 3;
+  int64_t o = first;
+  for (; o + kOutputs <= last; o += kOutputs) {
+    for (int64_t j = 0; j < kOutputs; ++j)  // the next block, while this one computes
+      _mm_prefetch(reinterpret_cast<const char*>(op.w + (o + kOutputs + j) * op.in), _MM_HINT_T0);
+    blocked_rows_group_avx2<kOutputs>(op, rows, o);
+  }
+  for (; o < last; ++o) blocked_rows_group_avx2<1>(op, rows, o);
+}
+
 bool cpu_has_avx512f() {
   static const bool has = __builtin_cpu_supports("avx512f");
   return has;
@@ -253,25 +303,27 @@ int64_t eligible_rows(const at::Tensor& x, const at::Tensor& weight) {
 bool own_path(int64_t rows_count, FewRowsIsa isa) {
   if (rows_count < 1) return false;
   if (rows_count <= kFewRowsLimit) return true;
-  return isa == FewRowsIsa::avx512 && rows_count <= kBlockedRowsLimit;
+  return isa != FewRowsIsa::portable && rows_count <= kBlockedRowsLimit;
 }
 
 #ifdef EXPNET_HAVE_AVX2_PATH
 // The blocked kernel on every thread LibTorch may use (OpenMP, as LibTorch's
 // own parallel regions): at these row counts a call is bound by arithmetic,
 // so the second core halves it. Each thread takes whole blocks of outputs.
-void run_blocked(const Operands& op, int64_t rows_count) {
+void run_blocked(const Operands& op, int64_t rows_count, FewRowsIsa isa) {
+  const auto kernel = isa == FewRowsIsa::avx512 ? blocked_avx512 : blocked_avx2;
 #ifdef _OPENMP
-  const int64_t blocks = (op.out + kBlockedOutputs - 1) / kBlockedOutputs;
+  constexpr int64_t kSplit = 6;  // outputs per share: whole blocks of either kernel
+  const int64_t blocks = (op.out + kSplit - 1) / kSplit;
 #pragma omp parallel
   {
     const int64_t threads = omp_get_num_threads(), me = omp_get_thread_num();
-    const int64_t first = blocks * me / threads * kBlockedOutputs;
-    const int64_t last = std::min<int64_t>(op.out, blocks * (me + 1) / threads * kBlockedOutputs);
-    if (first < last) blocked_avx512(op, rows_count, first, last);
+    const int64_t first = blocks * me / threads * kSplit;
+    const int64_t last = std::min<int64_t>(op.out, blocks * (me + 1) / threads * kSplit);
+    if (first < last) kernel(op, rows_count, first, last);
   }
 #else
-  blocked_avx512(op, rows_count, 0, op.out);
+  kernel(op, rows_count, 0, op.out);
 #endif
 }
 #endif
@@ -316,9 +368,9 @@ at::Tensor few_rows_linear(const at::Tensor& x, const at::Tensor& weight, const 
     kernel_for(rows_count, isa)(op, 0, out);
   } else {
 #ifdef EXPNET_HAVE_AVX2_PATH
-    run_blocked(op, rows_count);
+    run_blocked(op, rows_count, isa);
 #else
-    return at::linear(x, weight, bias);  // own_path never sends more rows here without AVX-512
+    return at::linear(x, weight, bias);  // own_path never sends more rows here without AVX2
 #endif
   }
   return y;

@@ -11,13 +11,13 @@ namespace expnet {
 // Rows of x up to which few_rows_linear streams W itself on one thread (one
 // beam-search step of one image).
 inline constexpr int64_t kFewRowsLimit = 8;
-// With AVX-512, rows up to which its blocked kernel (on LibTorch's threads)
-// beats BLAS (a step of several images); above it, BLAS wins.
+// With AVX2 or AVX-512, rows up to which the blocked kernels (on LibTorch's
+// threads) take a step of several images; above it, BLAS.
 inline constexpr int64_t kBlockedRowsLimit = 64;
 
 // True when few_rows_linear would take its own path for these operands:
 // inference (no autograd), CPU float32, contiguous weight, and at most
-// kFewRowsLimit rows (kBlockedRowsLimit with AVX-512).
+// kFewRowsLimit rows (kBlockedRowsLimit with AVX2 or AVX-512).
 bool few_rows_linear_applies(const at::Tensor& x, const at::Tensor& weight);
 
 // torch::linear(x, weight, bias) (bias may be undefined). For the shapes of
