@@ -8,8 +8,8 @@
 
 namespace expnet {
 
-// Rows of x up to which few_rows_linear streams W itself on one thread (one
-// beam-search step of one image).
+// Rows of x up to which few_rows_linear streams W itself, split over
+// LibTorch's threads (one beam-search step of one image).
 inline constexpr int64_t kFewRowsLimit = 8;
 // With AVX2 or AVX-512, rows up to which the blocked kernels (on LibTorch's
 // threads) take a step of several images; above it, BLAS.
