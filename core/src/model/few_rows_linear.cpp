@@ -27,7 +27,10 @@
 namespace expnet {
 namespace {
 
-constexpr int kBlockedOutputs = 6;  // weight rows per block of the AVX-512 blocked kernel
+// Weight rows per block of the blocked kernels.
+constexpr int kAvx512BlockOutputs = 6;
+constexpr int kAvx2BlockOutputs = 3;
+static_assert(kAvx512BlockOutputs % kAvx2BlockOutputs == 0, "threads split outputs in whole blocks of either");
 
 // y[r, o] = b[o] + sum_k x[r, k] w[o, k] for o in [first, last).
 struct Operands {
@@ -167,28 +170,6 @@ __attribute__((target("avx512f"))) void blocked_tile(const Operands& op, int64_t
       op.y[(r0 + r) * op.out + o + j] = _mm512_reduce_add_ps(acc[j][r]) + (op.b ? op.b[o + j] : 0.0f);
 }
 
-template <int O>
-__attribute__((target("avx512f"))) void blocked_rows_group(const Operands& op, int64_t rows, int64_t o) {
-  int64_t r = 0;
-  for (; r + 4 <= rows; r += 4) blocked_tile<4, O>(op, r, o);
-  switch (rows - r) {
-    case 3: blocked_tile<3, O>(op, r, o); break;
-    case 2: blocked_tile<2, O>(op, r, o); break;
-    case 1: blocked_tile<1, O>(op, r, o); break;
-    default: break;
-  }
-}
-
-__attribute__((target("avx512f"))) void blocked_avx512(const Operands& op, int64_t rows, int64_t first, int64_t last) {
-  int64_t o = first;
-  for (; o + kBlockedOutputs <= last; o += kBlockedOutputs) {
-    for (int64_t j = 0; j < kBlockedOutputs; ++j)  // the next block, while this one computes
-      _mm_prefetch(reinterpret_cast<const char*>(op.w + (o + kBlockedOutputs + j) * op.in), _MM_HINT_T0);
-    blocked_rows_group<kBlockedOutputs>(op, rows, o);
-  }
-  for (; o < last; ++o) blocked_rows_group<1>(op, rows, o);
-}
-
 // The same tiling with AVX2 (for CPUs without AVX-512): 3 weight rows x 4
 // input rows, 12 accumulators + 3 weight vectors + 1 input vector fill the 16
 // registers exactly. Row tails that are not a multiple of 8 are summed in scalar.
@@ -216,27 +197,40 @@ __attribute__((target("avx2,fma"))) void blocked_tile_avx2(const Operands& op, i
     }
 }
 
-template <int O>
-__attribute__((target("avx2,fma"))) void blocked_rows_group_avx2(const Operands& op, int64_t rows, int64_t o) {
+// The blocked kernels' shared driver. Tile<R, O>::run(op, r0, o) computes
+// input rows [r0, r0 + R) x weight rows [o, o + O) with one instruction set.
+template <int R, int O>
+struct Avx512Tile {
+  static void run(const Operands& op, int64_t r0, int64_t o) { blocked_tile<R, O>(op, r0, o); }
+};
+template <int R, int O>
+struct Avx2Tile {
+  static void run(const Operands& op, int64_t r0, int64_t o) { blocked_tile_avx2<R, O>(op, r0, o); }
+};
+
+// Every input row, in groups of 4 then the rest, against weight rows [o, o + O).
+template <template <int, int> class Tile, int O>
+void blocked_rows_group(const Operands& op, int64_t rows, int64_t o) {
   int64_t r = 0;
-  for (; r + 4 <= rows; r += 4) blocked_tile_avx2<4, O>(op, r, o);
+  for (; r + 4 <= rows; r += 4) Tile<4, O>::run(op, r, o);
   switch (rows - r) {
-    case 3: blocked_tile_avx2<3, O>(op, r, o); break;
-    case 2: blocked_tile_avx2<2, O>(op, r, o); break;
-    case 1: blocked_tile_avx2<1, O>(op, r, o); break;
+    case 3: Tile<3, O>::run(op, r, o); break;
+    case 2: Tile<2, O>::run(op, r, o); break;
+    case 1: Tile<1, O>::run(op, r, o); break;
     default: break;
   }
 }
 
-__attribute__((target("avx2,fma"))) void blocked_avx2(const Operands& op, int64_t rows, int64_t first, int64_t last) {
-  constexpr int64_t kOutputs = 3;
+// Weight rows [first, last) in blocks of O, then one at a time.
+template <template <int, int> class Tile, int O>
+void blocked(const Operands& op, int64_t rows, int64_t first, int64_t last) {
   int64_t o = first;
-  for (; o + kOutputs <= last; o += kOutputs) {
-    for (int64_t j = 0; j < kOutputs; ++j)  // the next block, while this one computes
-      _mm_prefetch(reinterpret_cast<const char*>(op.w + (o + kOutputs + j) * op.in), _MM_HINT_T0);
-    blocked_rows_group_avx2<kOutputs>(op, rows, o);
+  for (; o + O <= last; o += O) {
+    for (int64_t j = 0; j < O; ++j)  // the next block, while this one computes
+      _mm_prefetch(reinterpret_cast<const char*>(op.w + (o + O + j) * op.in), _MM_HINT_T0);
+    blocked_rows_group<Tile, O>(op, rows, o);
   }
-  for (; o < last; ++o) blocked_rows_group_avx2<1>(op, rows, o);
+  for (; o < last; ++o) blocked_rows_group<Tile, 1>(op, rows, o);
 }
 
 bool cpu_has_avx512f() {
@@ -370,8 +364,9 @@ at::Tensor few_rows_linear(const at::Tensor& x, const at::Tensor& weight, const 
   } else {
 #ifdef EXPNET_HAVE_AVX2_PATH
     // Bound by arithmetic: each thread takes whole blocks of either kernel.
-    const auto kernel = isa == FewRowsIsa::avx512 ? blocked_avx512 : blocked_avx2;
-    split_outputs(out, 6, [&](int64_t first, int64_t last) { kernel(op, rows_count, first, last); });
+    const auto kernel = isa == FewRowsIsa::avx512 ? blocked<Avx512Tile, kAvx512BlockOutputs>
+                                                  : blocked<Avx2Tile, kAvx2BlockOutputs>;
+    split_outputs(out, kAvx512BlockOutputs, [&](int64_t first, int64_t last) { kernel(op, rows_count, first, last); });
 #else
     return at::linear(x, weight, bias);  // own_path never sends more rows here without AVX2
 #endif
