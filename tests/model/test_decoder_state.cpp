@@ -29,6 +29,14 @@ class TestDecoderState : public QObject {
     return log_probs.select(1, tokens.size(1) - 1);
   }
 
+  // Tests with _data run twice: with the fused CPU kernels (what a CPU decodes
+  // with) and with the LibTorch-operation path (what other devices run).
+  static void addPaths() {
+    QTest::addColumn<bool>("cpuKernels");
+    QTest::newRow("cpu kernels") << true;
+    QTest::newRow("tensor ops") << false;
+  }
+
  private slots:
   void initTestCase() {
     EXPNET_FIXTURE(checkpoint, "reference/tiny/checkpoint.pth");
@@ -36,14 +44,16 @@ class TestDecoderState : public QObject {
     QVERIFY2(error.isEmpty(), qPrintable(error));
   }
 
+  void teacherForcedStepsEqualFullDecode_data() { addPaths(); }
   void teacherForcedStepsEqualFullDecode() {
+    QFETCH(bool, cpuKernels);
     torch::NoGradGuard no_grad;
     const auto& tokens = reference_.expected.at("decoder_input");
     const auto enc = model_->encode(model_->backbone(reference_.expected.at("images")));
     const auto full = model_->decode(enc, tokens, expnet::causal_self_mask(tokens, reference_.pad_id));
     // The full path is the verified one: check it against the fixture too.
     QVERIFY(compareTensors(full, reference_.expected.at("decoder_logprobs")).max_abs <= 1e-4);
-    expnet::DecoderState state(model_, enc);
+    expnet::DecoderState state(model_, enc, cpuKernels);
     double worst = 0;
     for (int64_t t = 0; t < tokens.size(1); ++t) {
       const auto step = state.step(tokens.select(1, t));
@@ -57,13 +67,39 @@ class TestDecoderState : public QObject {
           static_cast<long long>(tokens.size(1)), worst);
   }
 
+  // Up to T_max positions: the row caches grow (doubling) on the way.
+  void everyPositionUpToTheLimit_data() { addPaths(); }
+  void everyPositionUpToTheLimit() {
+    QFETCH(bool, cpuKernels);
+    torch::NoGradGuard no_grad;
+    const auto& image = reference_.expected.at("images");
+    const auto enc = model_->encode(model_->backbone(torch::cat({image, image.flip({2})}, 0)));
+    expnet::DecoderState state(model_, enc, cpuKernels);
+    std::vector<std::vector<int64_t>> histories = {{}, {}};
+    const int64_t V = reference_.vocab_size, T = reference_.config.max_seq_len;
+    double worst = 0;
+    for (int64_t t = 0; t < T; ++t) {
+      std::vector<int64_t> next;
+      for (int64_t r = 0; r < 2; ++r) next.push_back(t == 0 ? reference_.sos_id : 3 + (5 * t + 13 * r) % (V - 3));
+      for (size_t r = 0; r < 2; ++r) histories[r].push_back(next[r]);
+      const auto diff = compareTensors(state.step(torch::tensor(next, torch::kLong)), full_last(enc, histories));
+      worst = std::max(worst, diff.max_abs);
+      QVERIFY2(diff.max_abs <= kTolerance,
+               qPrintable(QStringLiteral("position %1: max |diff| %2 at %3").arg(t).arg(diff.max_abs).arg(diff.where)));
+    }
+    QCOMPARE(state.length(), T);
+    qInfo("incremental vs full, %lld positions (T_max): max |diff| = %.3g", static_cast<long long>(T), worst);
+  }
+
+  void reorderingFollowsTheRows_data() { addPaths(); }
   void reorderingFollowsTheRows() {
+    QFETCH(bool, cpuKernels);
     torch::NoGradGuard no_grad;
     // Two images (the fixture image and its mirror), 3 rows each after the
     // first step, parents permuted within and across images as beams do.
     const auto& image = reference_.expected.at("images");
     const auto enc = model_->encode(model_->backbone(torch::cat({image, image.flip({3})}, 0)));
-    expnet::DecoderState state(model_, enc);
+    expnet::DecoderState state(model_, enc, cpuKernels);
     std::vector<std::vector<int64_t>> histories = {{}, {}};
     const int64_t V = reference_.vocab_size;
     const auto feed = [&](const std::vector<int64_t>& next) {
@@ -83,7 +119,9 @@ class TestDecoderState : public QObject {
     const std::vector<std::vector<int64_t>> parent_steps = {
         {2, 0, 1, 3, 5, 4}, {0, 0, 2, 4, 4, 3}, {1, 2, 0, 5, 3, 3},
         {3, 4, 5, 0, 1, 2},  // images swapped: rows no longer image-major (gathered keys/values)
-        {0, 1, 2, 3, 4, 5}, {5, 4, 3, 2, 1, 0}};
+        {0, 1, 2, 3, 4, 5}, {5, 4, 3, 2, 1, 0},
+        // past the caches' first capacity (8 positions): they grow between reorders
+        {1, 1, 0, 3, 3, 5}, {2, 0, 1, 4, 5, 3}, {0, 0, 0, 5, 5, 5}, {1, 2, 0, 4, 3, 5}};
     for (size_t s = 0; s < parent_steps.size(); ++s) {
       std::vector<int64_t> next;
       // Real words only (ids 3.. : PAD, SOS, EOS are 0, 1, 2): decoding never feeds padding.

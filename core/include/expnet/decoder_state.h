@@ -18,6 +18,8 @@
 #pragma once
 
 #include <cstdint>
+#include <utility>
+#include <vector>
 
 #include "expnet/model.h"
 
@@ -27,7 +29,9 @@ class DecoderState {
  public:
   // enc_out: images x N x d_model (ExpansionNet::encode). Starts with one row
   // per image and no positions. Computes the cross-attention keys/values.
-  DecoderState(ExpansionNet model, const torch::Tensor& enc_out);
+  // cpu_kernels false: every step takes the LibTorch-operation path that any
+  // device runs, even where the fused CPU kernel applies (tests compare both).
+  DecoderState(ExpansionNet model, const torch::Tensor& enc_out, bool cpu_kernels = true);
 
   // Feeds one token per row (rows int64 ids) at position length() and returns
   // the log-probabilities of the next token, rows x V.
@@ -47,25 +51,43 @@ class DecoderState {
   const torch::Tensor& row_image() const { return row_image_; }  // rows: image of each row
 
  private:
+  // The per-row caches of one decoder layer, allocated for `capacity_`
+  // positions (grown by doubling up to T_max) so a step writes its position
+  // in place; positions >= length() hold nothing yet.
+  struct RowCaches {
+    torch::Tensor cond, keys;        // rows x cap x d      cond_embed(x_u), key_linear(x_u)
+    torch::Tensor class_a, class_b;  // rows x cap x d      class_{a,b}_embed(x_u)
+    torch::Tensor slot_scores;       // rows x cap x NE     Q_e . K_u (fixed once position u exists)
+    torch::Tensor route_a, route_b;  // rows x cap*NE x cap normalised relu(+-z[u,e,v]), 0 for v > u
+    // Each tensor with whether it is a route (position entries NE x cap wide).
+    std::vector<std::pair<torch::Tensor*, bool>> all() {
+      return {{&cond, false},        {&keys, false},   {&class_a, false}, {&class_b, false},
+              {&slot_scores, false}, {&route_a, true}, {&route_b, true}};
+    }
+  };
   struct LayerCache {
-    torch::Tensor cross_keys, cross_values;  // images x heads x N x d_k
+    torch::Tensor cross_keys_t;  // images x heads x d_k x N (transposed: scores are row updates)
+    torch::Tensor cross_values;  // images x heads x N x d_k
     // The five linears of Dynamic Expansion that read x, stacked into one
     // matmul: cond, key, class_a, class_b, selector (5d x d, 5d).
     torch::Tensor fused_weight, fused_bias;
-    torch::Tensor cond, keys;                // rows x t x d      cond_embed(x_u), key_linear(x_u)
-    torch::Tensor class_a, class_b;          // rows x t x d      class_{a,b}_embed(x_u)
-    torch::Tensor route_a, route_b;          // rows x t*NE x T_max  normalised relu(+-z[u,e,v]), 0 for v > u
-    torch::Tensor slot_scores;               // rows x t x NE     Q_e . K_u (fixed once position u exists)
+    RowCaches rows;
+    RowCaches spare;  // reorder gathers into these, then the two swap
   };
+  void reserve_positions(int64_t positions);
   torch::Tensor dynamic_expansion_step(DecoderLayerImpl& layer, LayerCache& cache, const torch::Tensor& x);
+  torch::Tensor dynamic_expansion_step_tensors(DecoderLayerImpl& layer, RowCaches& cache, const torch::Tensor& parts);
   torch::Tensor cross_attention_step(CrossAttentionImpl& mha, const LayerCache& cache, const torch::Tensor& q_in);
 
   ExpansionNet model_;
   std::vector<LayerCache> layers_;
   torch::Tensor row_image_;
+  std::vector<int64_t> row_image_list_;  // row_image_ on the host (the CPU kernels read it)
   int64_t images_ = 0;
   int64_t length_ = 0;
   int64_t max_positions_ = 0;  // T_max: the model's max_seq_len
+  int64_t capacity_ = 0;       // positions the row caches hold
+  bool cpu_kernels_ = true;
   // k when rows are image-major with k rows per image (row r -> image r / k):
   // cross-attention then runs per image without copying keys/values per row.
   // 0 otherwise (keys/values are gathered per row).

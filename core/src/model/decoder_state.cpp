@@ -2,34 +2,36 @@
 // (see decoder_state.h for what is cached and why it is exact).
 #include "expnet/decoder_state.h"
 
+#include "model/step_kernels.h"
 #include "model/few_rows_linear.h"
 
+#include <algorithm>
 #include <cmath>
 #include <stdexcept>
 
 namespace expnet {
 namespace {
 
-constexpr double kExpansionEps = 1e-9;  // as in the full path
-
 torch::Tensor normalise_rows(const torch::Tensor& r) { return r / (r.sum(-1, /*keepdim=*/true) + kExpansionEps); }
 
-torch::Tensor append(const torch::Tensor& cache, const torch::Tensor& rows) {
-  return cache.defined() ? torch::cat({cache, rows}, 1) : rows;
-}
+// Positions the row caches start with: most captions fit, and longer
+// decodings double it (a copy of what is there) up to T_max.
+constexpr int64_t kInitialPositions = 8;
 
 }  // namespace
 
-DecoderState::DecoderState(ExpansionNet model, const torch::Tensor& enc_out) : model_(std::move(model)) {
+DecoderState::DecoderState(ExpansionNet model, const torch::Tensor& enc_out, bool cpu_kernels)
+    : model_(std::move(model)), cpu_kernels_(cpu_kernels) {
   if (enc_out.dim() != 3 || enc_out.size(2) != model_->config().d_model)
     throw std::invalid_argument("DecoderState: encoder output must be images x N x d_model");
   c10::InferenceMode inference;  // the caches never need gradients
   images_ = enc_out.size(0);
   row_image_ = torch::arange(images_, enc_out.options().dtype(torch::kLong));
+  for (int64_t i = 0; i < images_; ++i) row_image_list_.push_back(i);
   max_positions_ = model_->config().max_seq_len;
   for (auto& layer : model_->decoders) {
     LayerCache cache;
-    cache.cross_keys = layer->mha->project_keys(enc_out).contiguous();
+    cache.cross_keys_t = layer->mha->project_keys(enc_out).transpose(2, 3).contiguous();
     cache.cross_values = layer->mha->project_values(enc_out).contiguous();
     const auto& dyn = *layer->dyn_exp;
     cache.fused_weight = torch::cat({dyn.cond_embed->weight, dyn.key_linear->weight, dyn.class_a_embed->weight,
@@ -48,7 +50,8 @@ torch::Tensor DecoderState::step_hidden(const torch::Tensor& tokens) {
   if (model_->is_training()) throw std::logic_error("DecoderState: the model must be in eval() mode");
   RECORD_USER_SCOPE("expnet::decoder_step");
   c10::InferenceMode inference;
-  auto y = model_->embed_tokens(tokens.view({-1, 1}), length_);  // rows x 1 x d
+  auto y = model_->embed_tokens(tokens.view({-1, 1}), length_);  // rows x 1 x d (checks length_ < T_max)
+  reserve_positions(length_ + 1);
   std::vector<torch::Tensor> outputs;
   for (size_t l = 0; l < layers_.size(); ++l) {
     auto& layer = *model_->decoders[l];
@@ -71,55 +74,102 @@ torch::Tensor DecoderState::step_hidden(const torch::Tensor& tokens) {
   return model_->dec_reduce_norm(y).squeeze(1);
 }
 
-torch::Tensor DecoderState::dynamic_expansion_step(DecoderLayerImpl& layer, LayerCache& cache,
-                                                   const torch::Tensor& x) {
+void DecoderState::reserve_positions(int64_t positions) {
+  const int64_t R = rows();
+  if (positions <= capacity_ && !layers_.empty() && layers_[0].rows.cond.size(0) == R) return;
+  const int64_t capacity = std::min(max_positions_, std::max({capacity_, kInitialPositions, positions}) *
+                                                        (positions > capacity_ && capacity_ > 0 ? 2 : 1));
+  for (size_t l = 0; l < layers_.size(); ++l) {
+    const auto& dyn = *model_->decoders[l]->dyn_exp;
+    const int64_t d = dyn.d_model, NE = dyn.num_exp;
+    const auto options = layers_[l].fused_weight.options();
+    RowCaches grown;
+    grown.cond = torch::zeros({R, capacity, d}, options);
+    grown.keys = torch::zeros({R, capacity, d}, options);
+    grown.class_a = torch::zeros({R, capacity, d}, options);
+    grown.class_b = torch::zeros({R, capacity, d}, options);
+    grown.slot_scores = torch::zeros({R, capacity, NE}, options);
+    grown.route_a = torch::zeros({R, capacity * NE, capacity}, options);
+    grown.route_b = torch::zeros({R, capacity * NE, capacity}, options);
+    auto& old = layers_[l].rows;
+    if (old.cond.defined() && length_ > 0) {
+      const auto fresh = grown.all(), kept = old.all();
+      for (size_t k = 0; k < fresh.size(); ++k) {
+        const bool route = fresh[k].second;
+        const int64_t used = length_ * (route ? NE : 1);
+        auto into = fresh[k].first->narrow(1, 0, used);
+        if (route) into = into.narrow(2, 0, capacity_);
+        into.copy_(kept[k].first->narrow(1, 0, used));
+      }
+    }
+    old = std::move(grown);
+    layers_[l].spare = RowCaches{};
+  }
+  capacity_ = capacity;
+}
+
+torch::Tensor DecoderState::dynamic_expansion_step(DecoderLayerImpl& layer, LayerCache& cache, const torch::Tensor& x) {
   auto& dyn = *layer.dyn_exp;
-  const int64_t R = x.size(0), NE = dyn.num_exp, d = dyn.d_model;
+  const int64_t R = x.size(0);
+  // The new position t: its five linear outputs in one matmul.
+  const auto parts = few_rows_linear(x, cache.fused_weight, cache.fused_bias).view({R, -1});  // R x 5d
+  auto& c = cache.rows;
+  ExpansionCaches raw{c.cond, c.keys, c.class_a, c.class_b, c.slot_scores, c.route_a, c.route_b};
+  if (cpu_kernels_ && expansion_step_cpu_applies(parts, raw))
+    return expansion_step_cpu(parts, dyn.query_exp_vectors->weight, dyn.bias_exp_vectors->weight, length_, raw)
+        .unsqueeze(1);
+  return dynamic_expansion_step_tensors(layer, c, parts);
+}
+
+torch::Tensor DecoderState::dynamic_expansion_step_tensors(DecoderLayerImpl& layer, RowCaches& c,
+                                                           const torch::Tensor& parts_in) {
+  auto& dyn = *layer.dyn_exp;
+  const int64_t R = parts_in.size(0), NE = dyn.num_exp, d = dyn.d_model, t = length_, n = t + 1, cap = capacity_;
   const double scale = std::sqrt(static_cast<double>(d));
   const auto& slot_queries = dyn.query_exp_vectors->weight;  // NE x d  (Q)
   const auto& slot_biases = dyn.bias_exp_vectors->weight;    // NE x d  (B)
-
-  // The new position t: its five linear outputs in one matmul.
-  const auto parts = few_rows_linear(x, cache.fused_weight, cache.fused_bias).split(d, -1);  // 5 x (R x 1 x d)
+  const auto parts = parts_in.view({R, 1, 5 * d}).split(d, -1);  // 5 x (R x 1 x d)
   const auto& cond = parts[0];
   const auto& key = parts[1];
-  cache.cond = append(cache.cond, cond);                   // R x n x d, n = t+1
-  cache.keys = append(cache.keys, key);
-  cache.class_a = append(cache.class_a, parts[2]);
-  cache.class_b = append(cache.class_b, parts[3]);
-  const int64_t n = cache.keys.size(1);
+  // Slot t of the caches, then views of the n positions fed so far.
+  c.cond.narrow(1, t, 1).copy_(cond);
+  c.keys.narrow(1, t, 1).copy_(key);
+  c.class_a.narrow(1, t, 1).copy_(parts[2]);
+  c.class_b.narrow(1, t, 1).copy_(parts[3]);
+  const auto conds = c.cond.narrow(1, 0, n), keys = c.keys.narrow(1, 0, n);
 
   // z[u,e,v] = (Q_e + C_u) . K_v = Q_e . K_v + C_u . K_v. The slot part of a
   // position never changes, so it is cached; the rest are row-wise dot
   // products, written as multiply-and-sum because batched matmuls of one row
   // per beam cost more in dispatch than in arithmetic.
   const auto slot_part = torch::matmul(key, slot_queries.t());                   // R x 1 x NE: Q_e . K_t
-  cache.slot_scores = append(cache.slot_scores, slot_part);                       // R x n x NE: Q_e . K_u
+  c.slot_scores.narrow(1, t, 1).copy_(slot_part);
+  const auto slot_scores = c.slot_scores.narrow(1, 0, n);                        // R x n x NE: Q_e . K_u
 
   // Forward rows of the new elements (t, e) over keys u <= t, as the full path
-  // computes them; stored padded to T_max (zeros: positions not yet seen).
-  const auto cond_keys = (cache.keys * cond).sum(-1);                             // R x n: C_t . K_u
-  const auto z_new = (cache.slot_scores.transpose(1, 2) + cond_keys.unsqueeze(1)) / scale;  // R x NE x n
-  const std::vector<int64_t> pad{0, max_positions_ - n};
-  cache.route_a = append(cache.route_a, torch::constant_pad_nd(normalise_rows(torch::relu(z_new)), pad));
-  cache.route_b = append(cache.route_b, torch::constant_pad_nd(normalise_rows(torch::relu(-z_new)), pad));
+  // computes them; stored padded to the capacity (0: positions not yet seen).
+  const auto cond_keys = (keys * cond).sum(-1);                                   // R x n: C_t . K_u
+  const auto z_new = (slot_scores.transpose(1, 2) + cond_keys.unsqueeze(1)) / scale;  // R x NE x n
+  const std::vector<int64_t> pad{0, cap - n};
+  c.route_a.narrow(1, t * NE, NE).copy_(torch::constant_pad_nd(normalise_rows(torch::relu(z_new)), pad));
+  c.route_b.narrow(1, t * NE, NE).copy_(torch::constant_pad_nd(normalise_rows(torch::relu(-z_new)), pad));
 
   // Backward row of position t over all elements (u, e), u <= t.
-  const auto position_part = (cache.cond * key).sum(-1).unsqueeze(-1);           // R x n x 1: C_u . K_t
+  const auto position_part = (conds * key).sum(-1).unsqueeze(-1);                // R x n x 1: C_u . K_t
   const auto z_back = ((position_part + slot_part) / scale).view({R, n * NE});    // (u, e) position-major
   const auto backward = [&](const torch::Tensor& weights, const torch::Tensor& route, const torch::Tensor& classes) {
     // sum_ue w[u,e] (F[u,e] + b[u,e]) with F[u,e] = route[u,e,:] classes and
     // b[u,e] = B_e + C_u.
-    const auto mixed = (weights.unsqueeze(-1) * route.narrow(2, 0, n)).sum(1);   // R x n
+    const auto mixed = (weights.unsqueeze(-1) * route.narrow(1, 0, n * NE).narrow(2, 0, n)).sum(1);  // R x n
     const auto grid = weights.view({R, n, NE});
     const auto per_slot = grid.sum(1);                                             // R x NE
     const auto per_position = grid.sum(2);                                         // R x n
-    return ((mixed.unsqueeze(-1) * classes).sum(1) + (per_position.unsqueeze(-1) * cache.cond).sum(1) +
+    return ((mixed.unsqueeze(-1) * classes.narrow(1, 0, n)).sum(1) + (per_position.unsqueeze(-1) * conds).sum(1) +
             torch::matmul(per_slot, slot_biases))
         .unsqueeze(1);                                                             // R x 1 x d
   };
-  const auto out_a = backward(normalise_rows(torch::relu(z_back)), cache.route_a, cache.class_a);
-  const auto out_b = backward(normalise_rows(torch::relu(-z_back)), cache.route_b, cache.class_b);
+  const auto out_a = backward(normalise_rows(torch::relu(z_back)), c.route_a, c.class_a);
+  const auto out_b = backward(normalise_rows(torch::relu(-z_back)), c.route_b, c.class_b);
   const auto selector = torch::sigmoid(parts[4]);
   return selector * out_a + (1 - selector) * out_b;
 }
@@ -129,18 +179,22 @@ torch::Tensor DecoderState::cross_attention_step(CrossAttentionImpl& mha, const 
   const int64_t R = q_in.size(0), H = mha.heads, dk = mha.d_k;
   const double scale = std::sqrt(static_cast<double>(dk));
   const auto q = mha.Wq(q_in);  // R x 1 x d
+  const auto q_rows = q.view({R, H * dk});
+  if (cpu_kernels_ && cross_attention_cpu_applies(q_rows, cache.cross_keys_t, cache.cross_values))
+    return mha.out_linear(
+        cross_attention_cpu(q_rows, cache.cross_keys_t, cache.cross_values, row_image_list_, 1.0 / scale).unsqueeze(1));
   torch::Tensor out;
   if (rows_per_image_ > 0) {
     // The k rows of an image are k queries against that image's keys.
     const int64_t k = rows_per_image_;
     const auto qh = q.view({images_, k, H, dk}).transpose(1, 2);                  // I x H x k x dk
-    auto scores = torch::softmax(torch::matmul(qh, cache.cross_keys.transpose(2, 3)) / scale, -1);
+    auto scores = torch::softmax(torch::matmul(qh, cache.cross_keys_t) / scale, -1);
     out = torch::matmul(scores, cache.cross_values).transpose(1, 2).reshape({R, 1, H * dk});
   } else {
-    const auto keys = cache.cross_keys.index_select(0, row_image_);
+    const auto keys_t = cache.cross_keys_t.index_select(0, row_image_);
     const auto values = cache.cross_values.index_select(0, row_image_);
     const auto qh = q.view({R, 1, H, dk}).transpose(1, 2);                         // R x H x 1 x dk
-    auto scores = torch::softmax(torch::matmul(qh, keys.transpose(2, 3)) / scale, -1);
+    auto scores = torch::softmax(torch::matmul(qh, keys_t) / scale, -1);
     out = torch::matmul(scores, values).transpose(1, 2).reshape({R, 1, H * dk});
   }
   return mha.out_linear(out);
@@ -153,13 +207,34 @@ void DecoderState::reorder(const torch::Tensor& indices) {
   const auto idx = indices.to(row_image_.device(), torch::kLong);
   if (idx.numel() > 0 && (idx.min().item<int64_t>() < 0 || idx.max().item<int64_t>() >= rows()))
     throw std::invalid_argument("DecoderState::reorder: index outside 0.." + std::to_string(rows() - 1));
-  for (auto& cache : layers_)
-    for (auto* t : {&cache.cond, &cache.keys, &cache.class_a, &cache.class_b, &cache.route_a, &cache.route_b,
-                    &cache.slot_scores})
-      if (t->defined()) *t = t->index_select(0, idx);
+  const int64_t R = idx.numel();
+  std::vector<int64_t> parents;
+  if (idx.device().is_cpu()) parents.assign(idx.data_ptr<int64_t>(), idx.data_ptr<int64_t>() + R);
+  for (size_t l = 0; l < layers_.size(); ++l) {
+    auto& cache = layers_[l];
+    if (!cache.rows.cond.defined()) continue;  // no step yet: allocated at the first
+    const int64_t NE = model_->decoders[l]->dyn_exp->num_exp;
+    auto live = cache.rows.all(), spare = cache.spare.all();
+    for (size_t k = 0; k < live.size(); ++k) {
+      auto& from = *live[k].first;
+      auto& into = *spare[k].first;
+      if (!into.defined() || into.size(0) != R || into.size(1) != from.size(1)) {
+        auto sizes = from.sizes().vec();
+        sizes[0] = R;
+        into = torch::zeros(sizes, from.options());
+      }
+      const int64_t used = length_ * (live[k].second ? NE : 1);
+      if (cpu_kernels_ && !parents.empty() && from.device().is_cpu() && from.scalar_type() == torch::kFloat)
+        gather_rows_cpu(from, into, parents, used);
+      else
+        into.narrow(1, 0, used).copy_(from.narrow(1, 0, used).index_select(0, idx));
+    }
+    std::swap(cache.rows, cache.spare);
+  }
   row_image_ = row_image_.index_select(0, idx);
+  const auto images_on_host = row_image_.to(torch::kCPU);
+  row_image_list_.assign(images_on_host.data_ptr<int64_t>(), images_on_host.data_ptr<int64_t>() + R);
   // Image-major with a uniform count per image?
-  const int64_t R = row_image_.size(0);
   rows_per_image_ = 0;
   if (images_ > 0 && R % images_ == 0) {
     const int64_t k = R / images_;
