@@ -6,15 +6,13 @@
 #include <stdexcept>
 
 #include "expnet/model.h"
+#include "model/step_kernels.h"  // kExpansionEps
 #include "model/few_rows_linear.h"
 
 namespace expnet {
 namespace {
 
 namespace F = torch::nn::functional;
-
-// The normalisations of both expansion blocks add this to the row sum.
-constexpr double kExpansionEps = 1e-9;
 
 torch::Tensor apply_dropout(const torch::Tensor& x, double p, bool training) {
   if (!training || p <= 0) return x;

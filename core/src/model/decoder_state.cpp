@@ -83,14 +83,16 @@ void DecoderState::reserve_positions(int64_t positions) {
     const auto& dyn = *model_->decoders[l]->dyn_exp;
     const int64_t d = dyn.d_model, NE = dyn.num_exp;
     const auto options = layers_[l].fused_weight.options();
+    // Uninitialised: a step writes its position's entries (route rows over
+    // the whole width) before anything reads them.
     RowCaches grown;
-    grown.cond = torch::zeros({R, capacity, d}, options);
-    grown.keys = torch::zeros({R, capacity, d}, options);
-    grown.class_a = torch::zeros({R, capacity, d}, options);
-    grown.class_b = torch::zeros({R, capacity, d}, options);
-    grown.slot_scores = torch::zeros({R, capacity, NE}, options);
-    grown.route_a = torch::zeros({R, capacity * NE, capacity}, options);
-    grown.route_b = torch::zeros({R, capacity * NE, capacity}, options);
+    grown.cond = torch::empty({R, capacity, d}, options);
+    grown.keys = torch::empty({R, capacity, d}, options);
+    grown.class_a = torch::empty({R, capacity, d}, options);
+    grown.class_b = torch::empty({R, capacity, d}, options);
+    grown.slot_scores = torch::empty({R, capacity, NE}, options);
+    grown.route_a = torch::empty({R, capacity * NE, capacity}, options);
+    grown.route_b = torch::empty({R, capacity * NE, capacity}, options);
     auto& old = layers_[l].rows;
     if (old.cond.defined() && length_ > 0) {
       const auto fresh = grown.all(), kept = old.all();
@@ -98,7 +100,11 @@ void DecoderState::reserve_positions(int64_t positions) {
         const bool route = fresh[k].second;
         const int64_t used = length_ * (route ? NE : 1);
         auto into = fresh[k].first->narrow(1, 0, used);
-        if (route) into = into.narrow(2, 0, capacity_);
+        if (route) {
+          // The kept route rows end at the old width; keys beyond are later positions: weight 0.
+          into.narrow(2, capacity_, capacity - capacity_).zero_();
+          into = into.narrow(2, 0, capacity_);
+        }
         into.copy_(kept[k].first->narrow(1, 0, used));
       }
     }
@@ -221,7 +227,7 @@ void DecoderState::reorder(const torch::Tensor& indices) {
       if (!into.defined() || into.size(0) != R || into.size(1) != from.size(1)) {
         auto sizes = from.sizes().vec();
         sizes[0] = R;
-        into = torch::zeros(sizes, from.options());
+        into = torch::empty(sizes, from.options());  // the gather fills what is read
       }
       const int64_t used = length_ * (live[k].second ? NE : 1);
       if (cpu_kernels_ && !parents.empty() && from.device().is_cpu() && from.scalar_type() == torch::kFloat)

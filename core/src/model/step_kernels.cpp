@@ -85,8 +85,8 @@ void backward_stream(const Shapes& s, const float* w, const float* route, const 
   for (int64_t e = 0; e < s.ne; ++e) add_scaled(out, tmp.per_slot[static_cast<size_t>(e)], slot_biases + e * s.d, s.d);
 }
 
-EXPNET_VECTOR_CLONES void step_row(const Shapes& s, const float* part, const float* queries, const float* biases, const RowCaches& c,
-              Scratch& tmp, float* out) {
+EXPNET_VECTOR_CLONES void step_row(const Shapes& s, const float* part, const float* selector, const float* queries, const float* biases,
+              const RowCaches& c, Scratch& tmp, float* out) {
   const int64_t d = s.d, ne = s.ne, t = s.t, n = s.n;
   // Slot t of the caches: the new position's linear outputs and Q_e . K_t.
   float* cond_t = c.cond + t * d;
@@ -119,28 +119,22 @@ EXPNET_VECTOR_CLONES void step_row(const Shapes& s, const float* part, const flo
   backward_stream(s, tmp.w.data(), c.route_a, c.class_a, c.cond, biases, tmp, tmp.out_a.data());
   normalised_relu(tmp.z.data(), -1.f, tmp.w.data(), n * ne);
   backward_stream(s, tmp.w.data(), c.route_b, c.class_b, c.cond, biases, tmp, tmp.out_b.data());
-  const float* selector_logits = part + 4 * d;
-  for (int64_t i = 0; i < d; ++i) {
-    const float selector = 1.f / (1.f + std::exp(-selector_logits[i]));
-    out[i] = selector * tmp.out_a[static_cast<size_t>(i)] + (1.f - selector) * tmp.out_b[static_cast<size_t>(i)];
-  }
+  for (int64_t i = 0; i < d; ++i)
+    out[i] = selector[i] * tmp.out_a[static_cast<size_t>(i)] + (1.f - selector[i]) * tmp.out_b[static_cast<size_t>(i)];
 }
 
-// One query row and head: scores over the N keys (rows of the transposed
-// keys, so both products are vector updates), softmax, weighted values.
-EXPNET_VECTOR_CLONES void attend(const float* q, const float* keys_t, const float* values, int64_t N, int64_t dk,
-                                 float scale, float* scores, float* out) {
+// One query row and head: scores over the N keys, as updates by the rows of
+// the transposed keys (vectorised, no horizontal sums).
+EXPNET_VECTOR_CLONES void score(const float* q, const float* keys_t, int64_t N, int64_t dk, float scale,
+                                float* scores) {
   std::fill(scores, scores + N, 0.f);
   for (int64_t i = 0; i < dk; ++i) add_scaled(scores, q[i] * scale, keys_t + i * N, N);
-  float top = -INFINITY;
-  for (int64_t j = 0; j < N; ++j) top = std::max(top, scores[j]);
-  float sum = 0.f;
-  for (int64_t j = 0; j < N; ++j) {
-    scores[j] = std::exp(scores[j] - top);
-    sum += scores[j];
-  }
+}
+
+// out = sum_j p[j] V[j] for one query row and head.
+EXPNET_VECTOR_CLONES void mix(const float* p, const float* values, int64_t N, int64_t dk, float* out) {
   std::fill(out, out + dk, 0.f);
-  for (int64_t j = 0; j < N; ++j) add_scaled(out, scores[j] / sum, values + j * dk, dk);
+  for (int64_t j = 0; j < N; ++j) add_scaled(out, p[j], values + j * dk, dk);
 }
 
 bool cpu_float_contiguous(const at::Tensor& x) {
@@ -167,14 +161,19 @@ at::Tensor cross_attention_cpu(const at::Tensor& q, const at::Tensor& keys_t, co
   auto out = at::empty({rows, H * dk}, q.options());
   const float *q_data = q.data_ptr<float>(), *k_data = keys_t.data_ptr<float>(), *v_data = values.data_ptr<float>();
   float* out_data = out.data_ptr<float>();
+  // Scores, softmax (LibTorch's, vectorised exponentials), weighted values.
+  auto scores = at::empty({rows, H, N}, q.options());
+  float* score_data = scores.data_ptr<float>();
+  const auto head_of = [&](int64_t task) { return (row_image[static_cast<size_t>(task / H)] * H + task % H) * N * dk; };
   at::parallel_for(0, rows * H, 1, [&](int64_t first, int64_t last) {
-    std::vector<float> scores(static_cast<size_t>(N));
-    for (int64_t task = first; task < last; ++task) {
-      const int64_t r = task / H, h = task % H;
-      const int64_t head = (row_image[static_cast<size_t>(r)] * H + h) * N * dk;
-      attend(q_data + r * H * dk + h * dk, k_data + head, v_data + head, N, dk, static_cast<float>(scale),
-             scores.data(), out_data + r * H * dk + h * dk);
-    }
+    for (int64_t task = first; task < last; ++task)
+      score(q_data + task * dk, k_data + head_of(task), N, dk, static_cast<float>(scale), score_data + task * N);
+  });
+  const auto probs = at::softmax(scores, -1);
+  const float* prob_data = probs.data_ptr<float>();
+  at::parallel_for(0, rows * H, 1, [&](int64_t first, int64_t last) {
+    for (int64_t task = first; task < last; ++task)
+      mix(prob_data + task * N, v_data + head_of(task), N, dk, out_data + task * dk);
   });
   return out;
 }
@@ -194,7 +193,10 @@ at::Tensor expansion_step_cpu(const at::Tensor& parts, const at::Tensor& slot_qu
   if (t < 0 || t >= cap) throw std::invalid_argument("expansion_step_cpu: position outside the caches' capacity");
   const Shapes s{d, ne, cap, t, t + 1, static_cast<float>(1.0 / std::sqrt(static_cast<double>(d)))};
   auto out = at::empty({rows, d}, parts.options());
+  // Exponentials are LibTorch's (vectorised): scalar expf would cost more than the step.
+  const auto selector = at::sigmoid(parts.narrow(1, 4 * d, d)).contiguous();
   const float* part = parts.data_ptr<float>();
+  const float* selector_data = selector.data_ptr<float>();
   float* out_data = out.data_ptr<float>();
   const auto row_caches = [&](int64_t r) {
     return RowCaches{c.cond.data_ptr<float>() + r * cap * d,       c.keys.data_ptr<float>() + r * cap * d,
@@ -205,7 +207,7 @@ at::Tensor expansion_step_cpu(const at::Tensor& parts, const at::Tensor& slot_qu
   at::parallel_for(0, rows, 1, [&](int64_t first, int64_t last) {
     Scratch tmp(s);
     for (int64_t r = first; r < last; ++r)
-      step_row(s, part + r * 5 * d, queries.data_ptr<float>(), biases.data_ptr<float>(), row_caches(r), tmp,
+      step_row(s, part + r * 5 * d, selector_data + r * d, queries.data_ptr<float>(), biases.data_ptr<float>(), row_caches(r), tmp,
                out_data + r * d);
   });
   return out;
