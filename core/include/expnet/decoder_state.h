@@ -25,6 +25,17 @@
 
 namespace expnet {
 
+// The Dynamic Expansion caches of one decoder layer as the fused CPU kernel
+// keeps them: a block per position, written once when the position is fed,
+// with the rows of that step. A row's history is its lineage: its entry for
+// position u is row lineage[u] of block u, so beam search's reordering
+// permutes lineages (integers) instead of copying caches.
+struct ExpansionBlock {
+  torch::Tensor cond, keys, class_a, class_b;  // rows_u x d: cond_embed, key_linear, class_{a,b}_embed of x_u
+  torch::Tensor slot_scores;                   // rows_u x NE: Q_e . K_u
+  torch::Tensor route_a, route_b;              // rows_u x NE x (u+1): normalised relu(+-z[u,e,v]) over v <= u
+};
+
 class DecoderState {
  public:
   // enc_out: images x N x d_model (ExpansionNet::encode). Starts with one row
@@ -51,9 +62,9 @@ class DecoderState {
   const torch::Tensor& row_image() const { return row_image_; }  // rows: image of each row
 
  private:
-  // The per-row caches of one decoder layer, allocated for `capacity_`
-  // positions (grown by doubling up to T_max) so a step writes its position
-  // in place; positions >= length() hold nothing yet.
+  // The LibTorch-operation path's caches of one decoder layer, per row,
+  // allocated for `capacity_` positions (grown by doubling up to T_max) so a
+  // step writes its position in place; positions >= length() hold nothing yet.
   struct RowCaches {
     torch::Tensor cond, keys;        // rows x cap x d      cond_embed(x_u), key_linear(x_u)
     torch::Tensor class_a, class_b;  // rows x cap x d      class_{a,b}_embed(x_u)
@@ -71,8 +82,8 @@ class DecoderState {
     // The five linears of Dynamic Expansion that read x, stacked into one
     // matmul: cond, key, class_a, class_b, selector (5d x d, 5d).
     torch::Tensor fused_weight, fused_bias;
-    RowCaches rows;
-    RowCaches spare;  // reorder gathers into these, then the two swap
+    RowCaches rows;                      // the LibTorch-operation path's caches
+    std::vector<ExpansionBlock> blocks;  // the fused CPU kernel's caches
   };
   void reserve_positions(int64_t positions);
   torch::Tensor dynamic_expansion_step(DecoderLayerImpl& layer, LayerCache& cache, const torch::Tensor& x);
@@ -87,7 +98,8 @@ class DecoderState {
   int64_t length_ = 0;
   int64_t max_positions_ = 0;  // T_max: the model's max_seq_len
   int64_t capacity_ = 0;       // positions the row caches hold
-  bool cpu_kernels_ = true;
+  bool cpu_kernels_ = true;    // fused CPU kernels (CPU float32 model), else LibTorch operations
+  std::vector<int64_t> lineage_;  // fused path: rows x T_max, the block row of each position fed
   // k when rows are image-major with k rows per image (row r -> image r / k):
   // cross-attention then runs per image without copying keys/values per row.
   // 0 otherwise (keys/values are gathered per row).

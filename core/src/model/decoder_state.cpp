@@ -21,7 +21,8 @@ constexpr int64_t kInitialPositions = 8;
 }  // namespace
 
 DecoderState::DecoderState(ExpansionNet model, const torch::Tensor& enc_out, bool cpu_kernels)
-    : model_(std::move(model)), cpu_kernels_(cpu_kernels) {
+    : model_(std::move(model)),
+      cpu_kernels_(cpu_kernels && enc_out.device().is_cpu() && enc_out.scalar_type() == torch::kFloat) {
   if (enc_out.dim() != 3 || enc_out.size(2) != model_->config().d_model)
     throw std::invalid_argument("DecoderState: encoder output must be images x N x d_model");
   c10::InferenceMode inference;  // the caches never need gradients
@@ -51,7 +52,7 @@ torch::Tensor DecoderState::step_hidden(const torch::Tensor& tokens) {
   RECORD_USER_SCOPE("expnet::decoder_step");
   c10::InferenceMode inference;
   auto y = model_->embed_tokens(tokens.view({-1, 1}), length_);  // rows x 1 x d (checks length_ < T_max)
-  reserve_positions(length_ + 1);
+  if (!cpu_kernels_) reserve_positions(length_ + 1);
   std::vector<torch::Tensor> outputs;
   for (size_t l = 0; l < layers_.size(); ++l) {
     auto& layer = *model_->decoders[l];
@@ -70,6 +71,10 @@ torch::Tensor DecoderState::step_hidden(const torch::Tensor& tokens) {
     outputs.push_back(y);
   }
   y = y + model_->dec_reduce_group(torch::cat(outputs, -1));
+  if (cpu_kernels_) {  // each row's entry for this position is its own row of the new blocks
+    lineage_.resize(static_cast<size_t>(rows() * max_positions_));
+    for (int64_t r = 0; r < rows(); ++r) lineage_[static_cast<size_t>(r * max_positions_ + length_)] = r;
+  }
   ++length_;
   return model_->dec_reduce_norm(y).squeeze(1);
 }
@@ -109,7 +114,6 @@ void DecoderState::reserve_positions(int64_t positions) {
       }
     }
     old = std::move(grown);
-    layers_[l].spare = RowCaches{};
   }
   capacity_ = capacity;
 }
@@ -119,12 +123,11 @@ torch::Tensor DecoderState::dynamic_expansion_step(DecoderLayerImpl& layer, Laye
   const int64_t R = x.size(0);
   // The new position t: its five linear outputs in one matmul.
   const auto parts = few_rows_linear(x, cache.fused_weight, cache.fused_bias).view({R, -1});  // R x 5d
-  auto& c = cache.rows;
-  ExpansionCaches raw{c.cond, c.keys, c.class_a, c.class_b, c.slot_scores, c.route_a, c.route_b};
-  if (cpu_kernels_ && expansion_step_cpu_applies(parts, raw))
-    return expansion_step_cpu(parts, dyn.query_exp_vectors->weight, dyn.bias_exp_vectors->weight, length_, raw)
+  if (cpu_kernels_ && expansion_step_cpu_applies(parts))
+    return expansion_step_cpu(parts, dyn.query_exp_vectors->weight, dyn.bias_exp_vectors->weight, cache.blocks,
+                              lineage_.data(), max_positions_)
         .unsqueeze(1);
-  return dynamic_expansion_step_tensors(layer, c, parts);
+  return dynamic_expansion_step_tensors(layer, cache.rows, parts);
 }
 
 torch::Tensor DecoderState::dynamic_expansion_step_tensors(DecoderLayerImpl& layer, RowCaches& c,
@@ -214,28 +217,29 @@ void DecoderState::reorder(const torch::Tensor& indices) {
   if (idx.numel() > 0 && (idx.min().item<int64_t>() < 0 || idx.max().item<int64_t>() >= rows()))
     throw std::invalid_argument("DecoderState::reorder: index outside 0.." + std::to_string(rows() - 1));
   const int64_t R = idx.numel();
-  std::vector<int64_t> parents;
-  if (idx.device().is_cpu()) parents.assign(idx.data_ptr<int64_t>(), idx.data_ptr<int64_t>() + R);
-  for (size_t l = 0; l < layers_.size(); ++l) {
-    auto& cache = layers_[l];
-    if (!cache.rows.cond.defined()) continue;  // no step yet: allocated at the first
-    const int64_t NE = model_->decoders[l]->dyn_exp->num_exp;
-    auto live = cache.rows.all(), spare = cache.spare.all();
-    for (size_t k = 0; k < live.size(); ++k) {
-      auto& from = *live[k].first;
-      auto& into = *spare[k].first;
-      if (!into.defined() || into.size(0) != R || into.size(1) != from.size(1)) {
-        auto sizes = from.sizes().vec();
+  if (cpu_kernels_) {
+    // Rows take their parents' lineage; the blocks stay as they are.
+    const auto parents = idx.to(torch::kCPU);
+    const int64_t* parent = parents.data_ptr<int64_t>();
+    std::vector<int64_t> lineage(static_cast<size_t>(R * max_positions_));
+    if (length_ > 0)
+      for (int64_t r = 0; r < R; ++r)
+        std::copy_n(lineage_.begin() + parent[r] * max_positions_, length_, lineage.begin() + r * max_positions_);
+    lineage_ = std::move(lineage);
+  } else {
+    for (size_t l = 0; l < layers_.size(); ++l) {
+      auto& rows = layers_[l].rows;
+      if (!rows.cond.defined()) continue;  // no step yet: allocated at the first
+      const int64_t NE = model_->decoders[l]->dyn_exp->num_exp;
+      for (auto [cache, route] : rows.all()) {
+        const int64_t used = length_ * (route ? NE : 1);
+        auto sizes = cache->sizes().vec();
         sizes[0] = R;
-        into = torch::empty(sizes, from.options());  // the gather fills what is read
+        auto gathered = torch::empty(sizes, cache->options());  // entries beyond `used` are written before read
+        gathered.narrow(1, 0, used).copy_(cache->narrow(1, 0, used).index_select(0, idx));
+        *cache = std::move(gathered);
       }
-      const int64_t used = length_ * (live[k].second ? NE : 1);
-      if (cpu_kernels_ && !parents.empty() && from.device().is_cpu() && from.scalar_type() == torch::kFloat)
-        gather_rows_cpu(from, into, parents, used);
-      else
-        into.narrow(1, 0, used).copy_(from.narrow(1, 0, used).index_select(0, idx));
     }
-    std::swap(cache.rows, cache.spare);
   }
   row_image_ = row_image_.index_select(0, idx);
   const auto images_on_host = row_image_.to(torch::kCPU);

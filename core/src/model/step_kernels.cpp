@@ -47,78 +47,100 @@ void normalised_relu(const float* z, float sign, float* w, int64_t n) {
 }
 
 struct Shapes {
-  int64_t d, ne, cap, t, n;
+  int64_t d, ne, t, n;
   float inv_scale;
 };
 
 struct Scratch {
+  std::vector<int64_t> row_at;  // block row of this row's entry, per position u < n
   std::vector<float> cond_keys, position_part, z, w, mixed, per_slot, per_position, out_a, out_b;
   explicit Scratch(const Shapes& s)
-      : cond_keys(s.n), position_part(s.n), z(s.n * s.ne), w(s.n * s.ne), mixed(s.n), per_slot(s.ne),
+      : row_at(s.n), cond_keys(s.n), position_part(s.n), z(s.n * s.ne), w(s.n * s.ne), mixed(s.n), per_slot(s.ne),
         per_position(s.n), out_a(s.d), out_b(s.d) {}
 };
 
-struct RowCaches {
-  float *cond, *keys, *class_a, *class_b, *slots, *route_a, *route_b;
+// The blocks' data, per position u.
+struct BlockPointers {
+  std::vector<float*> cond, keys, class_a, class_b, slots, route_a, route_b;
+  explicit BlockPointers(std::vector<ExpansionBlock>& blocks) {
+    for (auto& b : blocks) {
+      cond.push_back(b.cond.data_ptr<float>());
+      keys.push_back(b.keys.data_ptr<float>());
+      class_a.push_back(b.class_a.data_ptr<float>());
+      class_b.push_back(b.class_b.data_ptr<float>());
+      slots.push_back(b.slot_scores.data_ptr<float>());
+      route_a.push_back(b.route_a.data_ptr<float>());
+      route_b.push_back(b.route_b.data_ptr<float>());
+    }
+  }
 };
 
-// sum_ue w[u,e] (F[u,e] + B_e + C_u) with F[u,e] = route[u,e,:] classes: the
-// backward read of one stream for the new position.
-void backward_stream(const Shapes& s, const float* w, const float* route, const float* classes, const float* cond,
-                     const float* slot_biases, Scratch& tmp, float* out) {
+// sum_ue w[u,e] (F[u,e] + B_e + C_u) with F[u,e] = sum_v route[u,e,v] class[v]
+// (v <= u): the backward read of one stream for the new position.
+void backward_stream(const Shapes& s, const float* w, const std::vector<float*>& route,
+                     const std::vector<float*>& classes, const std::vector<float*>& cond, const float* slot_biases,
+                     Scratch& tmp, float* out) {
   std::fill(tmp.mixed.begin(), tmp.mixed.end(), 0.f);
   std::fill(tmp.per_slot.begin(), tmp.per_slot.end(), 0.f);
   for (int64_t u = 0; u < s.n; ++u) {
+    const float* rows = route[static_cast<size_t>(u)] + tmp.row_at[static_cast<size_t>(u)] * s.ne * (u + 1);
     float position_sum = 0.f;
     for (int64_t e = 0; e < s.ne; ++e) {
       const float weight = w[u * s.ne + e];
       if (weight == 0.f) continue;
       position_sum += weight;
       tmp.per_slot[static_cast<size_t>(e)] += weight;
-      add_scaled(tmp.mixed.data(), weight, route + (u * s.ne + e) * s.cap, s.n);
+      add_scaled(tmp.mixed.data(), weight, rows + e * (u + 1), u + 1);
     }
     tmp.per_position[static_cast<size_t>(u)] = position_sum;
   }
   std::fill(out, out + s.d, 0.f);
-  for (int64_t v = 0; v < s.n; ++v) add_scaled(out, tmp.mixed[static_cast<size_t>(v)], classes + v * s.d, s.d);
-  for (int64_t u = 0; u < s.n; ++u) add_scaled(out, tmp.per_position[static_cast<size_t>(u)], cond + u * s.d, s.d);
+  for (int64_t v = 0; v < s.n; ++v) {
+    const int64_t row = tmp.row_at[static_cast<size_t>(v)];
+    add_scaled(out, tmp.mixed[static_cast<size_t>(v)], classes[static_cast<size_t>(v)] + row * s.d, s.d);
+    add_scaled(out, tmp.per_position[static_cast<size_t>(v)], cond[static_cast<size_t>(v)] + row * s.d, s.d);
+  }
   for (int64_t e = 0; e < s.ne; ++e) add_scaled(out, tmp.per_slot[static_cast<size_t>(e)], slot_biases + e * s.d, s.d);
 }
 
-EXPNET_VECTOR_CLONES void step_row(const Shapes& s, const float* part, const float* selector, const float* queries, const float* biases,
-              const RowCaches& c, Scratch& tmp, float* out) {
+// Row r's step: writes its entries of block t, returns its output in `out`.
+EXPNET_VECTOR_CLONES void step_row(const Shapes& s, int64_t r, const float* part, const float* selector,
+                                   const float* queries, const float* biases, const BlockPointers& b,
+                                   const int64_t* lineage, Scratch& tmp, float* out) {
   const int64_t d = s.d, ne = s.ne, t = s.t, n = s.n;
-  // Slot t of the caches: the new position's linear outputs and Q_e . K_t.
-  float* cond_t = c.cond + t * d;
-  float* key_t = c.keys + t * d;
+  for (int64_t u = 0; u < t; ++u) tmp.row_at[static_cast<size_t>(u)] = lineage[u];
+  tmp.row_at[static_cast<size_t>(t)] = r;
+  const auto at = [&](const std::vector<float*>& blocks, int64_t u, int64_t width) {
+    return blocks[static_cast<size_t>(u)] + tmp.row_at[static_cast<size_t>(u)] * width;
+  };
+  // Block t: the new position's linear outputs and Q_e . K_t.
+  float* cond_t = at(b.cond, t, d);
+  float* key_t = at(b.keys, t, d);
   std::memcpy(cond_t, part, sizeof(float) * d);
   std::memcpy(key_t, part + d, sizeof(float) * d);
-  std::memcpy(c.class_a + t * d, part + 2 * d, sizeof(float) * d);
-  std::memcpy(c.class_b + t * d, part + 3 * d, sizeof(float) * d);
-  for (int64_t e = 0; e < ne; ++e) c.slots[t * ne + e] = dot(queries + e * d, key_t, d);
+  std::memcpy(at(b.class_a, t, d), part + 2 * d, sizeof(float) * d);
+  std::memcpy(at(b.class_b, t, d), part + 3 * d, sizeof(float) * d);
+  float* slots_t = at(b.slots, t, ne);
+  for (int64_t e = 0; e < ne; ++e) slots_t[e] = dot(queries + e * d, key_t, d);
   for (int64_t u = 0; u < n; ++u) {
-    tmp.cond_keys[static_cast<size_t>(u)] = dot(cond_t, c.keys + u * d, d);      // C_t . K_u
-    tmp.position_part[static_cast<size_t>(u)] = dot(c.cond + u * d, key_t, d);  // C_u . K_t
+    tmp.cond_keys[static_cast<size_t>(u)] = dot(cond_t, at(b.keys, u, d), d);      // C_t . K_u
+    tmp.position_part[static_cast<size_t>(u)] = dot(at(b.cond, u, d), key_t, d);  // C_u . K_t
   }
-  // Forward rows of the new elements (t, e) over keys u <= t; 0 beyond.
+  // Forward rows of the new elements (t, e) over keys u <= t.
   for (int64_t e = 0; e < ne; ++e) {
     for (int64_t u = 0; u < n; ++u)
-      tmp.z[static_cast<size_t>(u)] = (c.slots[u * ne + e] + tmp.cond_keys[static_cast<size_t>(u)]) * s.inv_scale;
-    for (auto [route, sign] : {std::pair{c.route_a, 1.f}, std::pair{c.route_b, -1.f}}) {
-      float* row = route + (t * ne + e) * s.cap;
-      normalised_relu(tmp.z.data(), sign, row, n);
-      std::fill(row + n, row + s.cap, 0.f);
-    }
+      tmp.z[static_cast<size_t>(u)] = (at(b.slots, u, ne)[e] + tmp.cond_keys[static_cast<size_t>(u)]) * s.inv_scale;
+    normalised_relu(tmp.z.data(), 1.f, at(b.route_a, t, ne * n) + e * n, n);
+    normalised_relu(tmp.z.data(), -1.f, at(b.route_b, t, ne * n) + e * n, n);
   }
   // Backward row of the new position over all elements (u, e), u <= t.
   for (int64_t u = 0; u < n; ++u)
     for (int64_t e = 0; e < ne; ++e)
-      tmp.z[static_cast<size_t>(u * ne + e)] =
-          (tmp.position_part[static_cast<size_t>(u)] + c.slots[t * ne + e]) * s.inv_scale;
+      tmp.z[static_cast<size_t>(u * ne + e)] = (tmp.position_part[static_cast<size_t>(u)] + slots_t[e]) * s.inv_scale;
   normalised_relu(tmp.z.data(), 1.f, tmp.w.data(), n * ne);
-  backward_stream(s, tmp.w.data(), c.route_a, c.class_a, c.cond, biases, tmp, tmp.out_a.data());
+  backward_stream(s, tmp.w.data(), b.route_a, b.class_a, b.cond, biases, tmp, tmp.out_a.data());
   normalised_relu(tmp.z.data(), -1.f, tmp.w.data(), n * ne);
-  backward_stream(s, tmp.w.data(), c.route_b, c.class_b, c.cond, biases, tmp, tmp.out_b.data());
+  backward_stream(s, tmp.w.data(), b.route_b, b.class_b, b.cond, biases, tmp, tmp.out_b.data());
   for (int64_t i = 0; i < d; ++i)
     out[i] = selector[i] * tmp.out_a[static_cast<size_t>(i)] + (1.f - selector[i]) * tmp.out_b[static_cast<size_t>(i)];
 }
@@ -178,55 +200,35 @@ at::Tensor cross_attention_cpu(const at::Tensor& q, const at::Tensor& keys_t, co
   return out;
 }
 
-bool expansion_step_cpu_applies(const at::Tensor& parts, const ExpansionCaches& c) {
-  for (const auto* x : {&parts, &c.cond, &c.keys, &c.class_a, &c.class_b, &c.slot_scores, &c.route_a, &c.route_b})
-    if (!cpu_float_contiguous(*x)) return false;
-  return true;
-}
+bool expansion_step_cpu_applies(const at::Tensor& parts) { return cpu_float_contiguous(parts) && parts.dim() == 2; }
 
 at::Tensor expansion_step_cpu(const at::Tensor& parts, const at::Tensor& slot_queries, const at::Tensor& slot_biases,
-                              int64_t t, ExpansionCaches& c) {
+                              std::vector<ExpansionBlock>& blocks, const int64_t* lineage, int64_t lineage_stride) {
   const auto queries = slot_queries.contiguous(), biases = slot_biases.contiguous();
-  if (!expansion_step_cpu_applies(parts, c) || !cpu_float_contiguous(queries) || !cpu_float_contiguous(biases))
-    throw std::invalid_argument("expansion_step_cpu: needs contiguous CPU float32 tensors");
-  const int64_t rows = parts.size(0), d = c.cond.size(2), ne = queries.size(0), cap = c.cond.size(1);
-  if (t < 0 || t >= cap) throw std::invalid_argument("expansion_step_cpu: position outside the caches' capacity");
-  const Shapes s{d, ne, cap, t, t + 1, static_cast<float>(1.0 / std::sqrt(static_cast<double>(d)))};
-  auto out = at::empty({rows, d}, parts.options());
+  const int64_t rows = parts.size(0), ne = queries.size(0), d = queries.size(1), t = static_cast<int64_t>(blocks.size());
+  if (!expansion_step_cpu_applies(parts) || !cpu_float_contiguous(queries) || !cpu_float_contiguous(biases) ||
+      parts.size(1) != 5 * d || biases.sizes() != queries.sizes() || (t > 0 && lineage_stride < t))
+    throw std::invalid_argument("expansion_step_cpu: needs contiguous CPU float32 parts (rows x 5d), slot queries "
+                                "and biases (NE x d) and a lineage entry per fed position");
+  const auto options = parts.options();
+  blocks.push_back({at::empty({rows, d}, options), at::empty({rows, d}, options), at::empty({rows, d}, options),
+                    at::empty({rows, d}, options), at::empty({rows, ne}, options),
+                    at::empty({rows, ne, t + 1}, options), at::empty({rows, ne, t + 1}, options)});
+  const BlockPointers pointers(blocks);
+  const Shapes s{d, ne, t, t + 1, static_cast<float>(1.0 / std::sqrt(static_cast<double>(d)))};
+  auto out = at::empty({rows, d}, options);
   // Exponentials are LibTorch's (vectorised): scalar expf would cost more than the step.
   const auto selector = at::sigmoid(parts.narrow(1, 4 * d, d)).contiguous();
-  const float* part = parts.data_ptr<float>();
-  const float* selector_data = selector.data_ptr<float>();
+  const float *part = parts.data_ptr<float>(), *selector_data = selector.data_ptr<float>();
+  const float *query_data = queries.data_ptr<float>(), *bias_data = biases.data_ptr<float>();
   float* out_data = out.data_ptr<float>();
-  const auto row_caches = [&](int64_t r) {
-    return RowCaches{c.cond.data_ptr<float>() + r * cap * d,       c.keys.data_ptr<float>() + r * cap * d,
-                     c.class_a.data_ptr<float>() + r * cap * d,    c.class_b.data_ptr<float>() + r * cap * d,
-                     c.slot_scores.data_ptr<float>() + r * cap * ne, c.route_a.data_ptr<float>() + r * cap * ne * cap,
-                     c.route_b.data_ptr<float>() + r * cap * ne * cap};
-  };
   at::parallel_for(0, rows, 1, [&](int64_t first, int64_t last) {
     Scratch tmp(s);
     for (int64_t r = first; r < last; ++r)
-      step_row(s, part + r * 5 * d, selector_data + r * d, queries.data_ptr<float>(), biases.data_ptr<float>(), row_caches(r), tmp,
-               out_data + r * d);
+      step_row(s, r, part + r * 5 * d, selector_data + r * d, query_data, bias_data, pointers,
+               lineage + r * lineage_stride, tmp, out_data + r * d);
   });
   return out;
-}
-
-void gather_rows_cpu(const at::Tensor& src, const at::Tensor& dst, const std::vector<int64_t>& indices, int64_t used) {
-  if (!cpu_float_contiguous(src) || !cpu_float_contiguous(dst) || src.dim() < 2 || dst.dim() != src.dim() ||
-      dst.size(0) != static_cast<int64_t>(indices.size()) || used > src.size(1) || used > dst.size(1))
-    throw std::invalid_argument("gather_rows_cpu: needs contiguous CPU float32 tensors of matching rows");
-  for (int64_t k = 2; k < src.dim(); ++k)
-    if (src.size(k) != dst.size(k)) throw std::invalid_argument("gather_rows_cpu: inner sizes differ");
-  const int64_t entry = src.dim() > 2 ? src[0][0].numel() : 1;
-  const int64_t src_row = src.size(1) * entry, dst_row = dst.size(1) * entry;
-  const float* from = src.data_ptr<float>();
-  float* to = dst.data_ptr<float>();
-  at::parallel_for(0, static_cast<int64_t>(indices.size()), 1, [&](int64_t first, int64_t last) {
-    for (int64_t r = first; r < last; ++r)
-      std::memcpy(to + r * dst_row, from + indices[static_cast<size_t>(r)] * src_row, sizeof(float) * used * entry);
-  });
 }
 
 }  // namespace expnet

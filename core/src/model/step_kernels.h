@@ -9,6 +9,8 @@
 
 #include <ATen/core/Tensor.h>
 
+#include "expnet/decoder_state.h"  // ExpansionBlock
+
 #include <vector>
 
 namespace expnet {
@@ -16,22 +18,16 @@ namespace expnet {
 // Added to the sums that normalise the expansion weights (the reference's 1e-9).
 inline constexpr double kExpansionEps = 1e-9;
 
-// The caches of one decoder layer, rows x capacity positions (see
-// DecoderState::LayerCache): cond, keys, class_a, class_b rows x cap x d;
-// slot_scores rows x cap x NE; route_a, route_b rows x cap*NE x cap.
-struct ExpansionCaches {
-  at::Tensor cond, keys, class_a, class_b, slot_scores, route_a, route_b;
-};
+// True when expansion_step_cpu can run: parts is a contiguous CPU float32 matrix.
+bool expansion_step_cpu_applies(const at::Tensor& parts);
 
-// True when expansion_step_cpu can run: CPU, float32, contiguous.
-bool expansion_step_cpu_applies(const at::Tensor& parts, const ExpansionCaches& caches);
-
-// Feeds position t: parts (rows x 5d: cond, key, class_a, class_b, selector
-// logits of the new position) are written into slot t of the caches, and the
-// layer's output for the new position is returned (rows x d).
-// slot_queries, slot_biases: NE x d (query_exp_vectors, bias_exp_vectors).
+// Feeds position t = blocks.size(): parts (rows x 5d: cond, key, class_a,
+// class_b, selector logits of the new position) become block t (row r =
+// this step's row r), and the layer's output for the new position is
+// returned (rows x d). Row r's lineage is lineage[r * lineage_stride + u],
+// u < t. slot_queries, slot_biases: NE x d (query_exp_vectors, bias_exp_vectors).
 at::Tensor expansion_step_cpu(const at::Tensor& parts, const at::Tensor& slot_queries, const at::Tensor& slot_biases,
-                              int64_t t, ExpansionCaches& caches);
+                              std::vector<ExpansionBlock>& blocks, const int64_t* lineage, int64_t lineage_stride);
 
 // Cross-attention of one query per row: q rows x H*dk; keys_t images x H x
 // dk x N (transposed); values images x H x N x dk; row_image[r] the image of
@@ -40,9 +36,5 @@ at::Tensor expansion_step_cpu(const at::Tensor& parts, const at::Tensor& slot_qu
 bool cross_attention_cpu_applies(const at::Tensor& q, const at::Tensor& keys_t, const at::Tensor& values);
 at::Tensor cross_attention_cpu(const at::Tensor& q, const at::Tensor& keys_t, const at::Tensor& values,
                                const std::vector<int64_t>& row_image, double scale);
-
-// dst rows r = src rows indices[r], over the first `used` entries of dim 1
-// (the positions fed so far); dst may have a different row count.
-void gather_rows_cpu(const at::Tensor& src, const at::Tensor& dst, const std::vector<int64_t>& indices, int64_t used);
 
 }  // namespace expnet
