@@ -6,12 +6,18 @@
 // Per row (an image's hypothesis) and decoder layer, the Dynamic Expansion
 // caches of the positions fed so far, kept small: the per-position linear
 // outputs (key, cond, class inputs a/b: t x d) and the normalised forward
-// weights of each expanded element over the positions it sees (t*NE x T_max).
+// weights of each expanded element over the positions it sees (t*NE x t).
 // The expanded queries and biases are never stored: q[u,e] = Q_e + C_u and
 // b[u,e] = B_e + C_u split into a per-slot and a per-position part, and the
 // forward results F[u,e] = R[u,e,:] C are folded into the backward product
 // (sum_ue w[u,e] R[u,e,:]) C. A step thus reads O(t*d) per row instead of the
 // O(t*NE*d) of caching F (NE = 16 in the official model).
+//
+// Two implementations hold those caches. On a CPU with a float32 model, fused
+// kernels (model/step_kernels.h) keep a block per position and a lineage per
+// row, so beam reordering permutes integers; elsewhere (CUDA, float64, or
+// cpu_kernels=false) LibTorch operations keep row-major caches that
+// reordering gathers. Both give the same results (tests run both).
 //
 // Rows carry no padding: every fed token is a real position (what decoding
 // does). Results equal ExpansionNet::decode with causal_self_mask (1e-5).
