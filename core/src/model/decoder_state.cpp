@@ -30,6 +30,7 @@ DecoderState::DecoderState(ExpansionNet model, const torch::Tensor& enc_out, boo
   row_image_ = torch::arange(images_, enc_out.options().dtype(torch::kLong));
   for (int64_t i = 0; i < images_; ++i) row_image_list_.push_back(i);
   max_positions_ = model_->config().max_seq_len;
+  if (cpu_kernels_) lineage_.assign(static_cast<size_t>(images_ * max_positions_), 0);
   for (auto& layer : model_->decoders) {
     LayerCache cache;
     cache.cross_keys_t = layer->mha->project_keys(enc_out).transpose(2, 3).contiguous();
