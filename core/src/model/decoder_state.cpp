@@ -73,7 +73,6 @@ torch::Tensor DecoderState::step_hidden(const torch::Tensor& tokens) {
   }
   y = y + model_->dec_reduce_group(torch::cat(outputs, -1));
   if (cpu_kernels_) {  // each row's entry for this position is its own row of the new blocks
-    lineage_.resize(static_cast<size_t>(rows() * max_positions_));
     for (int64_t r = 0; r < rows(); ++r) lineage_[static_cast<size_t>(r * max_positions_ + length_)] = r;
   }
   ++length_;
@@ -81,10 +80,12 @@ torch::Tensor DecoderState::step_hidden(const torch::Tensor& tokens) {
 }
 
 void DecoderState::reserve_positions(int64_t positions) {
+  // Reordering reallocates the caches with the new row count, so only the
+  // number of positions can fall short here.
+  if (positions <= capacity_) return;
   const int64_t R = rows();
-  if (positions <= capacity_ && !layers_.empty() && layers_[0].rows.cond.size(0) == R) return;
-  const int64_t capacity = std::min(max_positions_, std::max({capacity_, kInitialPositions, positions}) *
-                                                        (positions > capacity_ && capacity_ > 0 ? 2 : 1));
+  const int64_t wanted = capacity_ == 0 ? std::max(kInitialPositions, positions) : std::max(2 * capacity_, positions);
+  const int64_t capacity = std::min(max_positions_, wanted);
   for (size_t l = 0; l < layers_.size(); ++l) {
     const auto& dyn = *model_->decoders[l]->dyn_exp;
     const int64_t d = dyn.d_model, NE = dyn.num_exp;
