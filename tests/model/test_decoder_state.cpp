@@ -3,9 +3,17 @@
 // log-probs within 1e-5, teacher-forced and under beam-style reordering.
 #include <QtTest>
 
+#include <ATen/Parallel.h>
+
+#include <atomic>
+#include <stdexcept>
+#include <thread>
+#include <vector>
+
 #include "expnet/decoder_state.h"
 #include "expnet/model.h"
 #include "model/few_rows_linear.h"
+#include "model/step_threads.h"
 #include "reference_tiny.h"
 #include "support/fixtures.h"
 
@@ -175,6 +183,50 @@ class TestDecoderState : public QObject {
     QVERIFY(!expnet::few_rows_linear_applies(many, w));
     QVERIFY(torch::equal(expnet::few_rows_linear(many, w, {}), torch::linear(many, w)));
     QVERIFY(!expnet::few_rows_linear_applies(many.narrow(0, 0, 2).to(torch::kDouble), w.to(torch::kDouble)));
+  }
+
+  // The decoding threads (core/src/model/step_threads.h): every index exactly
+  // once, parts in whole granules, for several thread counts (each count makes
+  // a fresh pool whose first run is posted at once), many runs in a row (a
+  // lost wake-up would hang here), errors rethrown on the caller, and two
+  // callers at once (one of them runs alone).
+  void parallelStepCoversEveryIndexOnce() {
+    const int before = at::get_num_threads();
+    for (const int threads : {1, 2, 3, 2}) {
+      at::set_num_threads(threads);
+      for (const int64_t n : {1, 2, 7, 64, 1000})
+        for (const int64_t granule : {1, 4, 6}) {
+          std::vector<std::atomic<int>> seen(static_cast<size_t>(n));
+          std::atomic<int> misaligned{0};
+          expnet::parallel_step(n, granule, [&](int64_t first, int64_t last) {
+            if (first % granule != 0) ++misaligned;
+            for (int64_t i = first; i < last; ++i) ++seen[static_cast<size_t>(i)];
+          });
+          QCOMPARE(misaligned.load(), 0);
+          for (int64_t i = 0; i < n; ++i)
+            QVERIFY2(seen[static_cast<size_t>(i)] == 1, qPrintable(QString("threads %1, n %2, granule %3: index %4 ran %5 times")
+                                                                    .arg(threads).arg(n).arg(granule).arg(i).arg(seen[static_cast<size_t>(i)].load())));
+        }
+      std::atomic<int64_t> sum{0};
+      for (int run = 0; run < 20000; ++run)
+        expnet::parallel_step(2, 1, [&](int64_t first, int64_t last) { sum += last - first; });
+      QCOMPARE(sum.load(), int64_t{40000});
+      QVERIFY_EXCEPTION_THROWN(expnet::parallel_step(8, 1, [](int64_t, int64_t last) {
+                                 if (last == 8) throw std::runtime_error("last part failed");  // a worker's part
+                               }),
+                               std::runtime_error);
+    }
+    at::set_num_threads(2);
+    std::atomic<int64_t> total{0};
+    auto caller = [&] {
+      for (int run = 0; run < 2000; ++run)
+        expnet::parallel_step(16, 1, [&](int64_t first, int64_t last) { total += last - first; });
+    };
+    std::thread other(caller);
+    caller();
+    other.join();
+    QCOMPARE(total.load(), int64_t{2 * 2000 * 16});
+    at::set_num_threads(before);
   }
 };
 

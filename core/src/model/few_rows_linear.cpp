@@ -7,6 +7,8 @@
 // 7.6 ms, AVX2 6.0 ms, AVX-512 3.0 ms).
 #include "model/few_rows_linear.h"
 
+#include "model/step_threads.h"
+
 #include <ATen/Functions.h>
 #include <c10/core/GradMode.h>
 #include <c10/core/InferenceMode.h>
@@ -15,9 +17,6 @@
 #include <stdexcept>
 #include <vector>
 
-#ifdef _OPENMP
-#include <omp.h>
-#endif
 
 #if defined(__x86_64__) && defined(__GNUC__)
 #include <immintrin.h>
@@ -300,24 +299,12 @@ bool own_path(int64_t rows_count, FewRowsIsa isa) {
   return isa != FewRowsIsa::portable && rows_count <= kBlockedRowsLimit;
 }
 
-// Runs run(first, last) over the outputs [0, out) on every thread LibTorch
-// may use (OpenMP, as LibTorch's own parallel regions), each thread taking
-// whole multiples of `granule` outputs (the kernels' blocks of weight rows).
+// Runs run(first, last) over the outputs [0, out) on the decoding threads
+// (step_threads.h), each thread taking whole multiples of `granule` outputs
+// (the kernels' blocks of weight rows).
 template <class Run>
 void split_outputs(int64_t out, int64_t granule, const Run& run) {
-#ifdef _OPENMP
-  const int64_t blocks = (out + granule - 1) / granule;
-#pragma omp parallel
-  {
-    const int64_t threads = omp_get_num_threads(), me = omp_get_thread_num();
-    const int64_t first = blocks * me / threads * granule;
-    const int64_t last = std::min<int64_t>(out, blocks * (me + 1) / threads * granule);
-    if (first < last) run(first, last);
-  }
-#else
-  (void)granule;
-  run(0, out);
-#endif
+  parallel_step(out, granule, run);
 }
 
 }  // namespace

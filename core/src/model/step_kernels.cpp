@@ -3,7 +3,8 @@
 // rows, z[u,e,v] = (Q_e + C_u) . K_v / sqrt(d).
 #include "model/step_kernels.h"
 
-#include <ATen/Parallel.h>
+#include "model/step_threads.h"
+
 #include <ATen/Functions.h>
 
 #include <algorithm>
@@ -187,13 +188,13 @@ at::Tensor cross_attention_cpu(const at::Tensor& q, const at::Tensor& keys_t, co
   auto scores = at::empty({rows, H, N}, q.options());
   float* score_data = scores.data_ptr<float>();
   const auto head_of = [&](int64_t task) { return (row_image[static_cast<size_t>(task / H)] * H + task % H) * N * dk; };
-  at::parallel_for(0, rows * H, 1, [&](int64_t first, int64_t last) {
+  parallel_step(rows * H, 1, [&](int64_t first, int64_t last) {
     for (int64_t task = first; task < last; ++task)
       score(q_data + task * dk, k_data + head_of(task), N, dk, static_cast<float>(scale), score_data + task * N);
   });
   const auto probs = at::softmax(scores, -1);
   const float* prob_data = probs.data_ptr<float>();
-  at::parallel_for(0, rows * H, 1, [&](int64_t first, int64_t last) {
+  parallel_step(rows * H, 1, [&](int64_t first, int64_t last) {
     for (int64_t task = first; task < last; ++task)
       mix(prob_data + task * N, v_data + head_of(task), N, dk, out_data + task * dk);
   });
@@ -222,7 +223,7 @@ at::Tensor expansion_step_cpu(const at::Tensor& parts, const at::Tensor& slot_qu
   const float *part = parts.data_ptr<float>(), *selector_data = selector.data_ptr<float>();
   const float *query_data = queries.data_ptr<float>(), *bias_data = biases.data_ptr<float>();
   float* out_data = out.data_ptr<float>();
-  at::parallel_for(0, rows, 1, [&](int64_t first, int64_t last) {
+  parallel_step(rows, 1, [&](int64_t first, int64_t last) {
     Scratch tmp(s);
     for (int64_t r = first; r < last; ++r)
       step_row(s, r, part + r * 5 * d, selector_data + r * d, query_data, bias_data, pointers,
