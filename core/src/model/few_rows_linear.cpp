@@ -17,7 +17,6 @@
 #include <stdexcept>
 #include <vector>
 
-
 #if defined(__x86_64__) && defined(__GNUC__)
 #include <immintrin.h>
 #define EXPNET_HAVE_AVX2_PATH 1
@@ -299,14 +298,6 @@ bool own_path(int64_t rows_count, FewRowsIsa isa) {
   return isa != FewRowsIsa::portable && rows_count <= kBlockedRowsLimit;
 }
 
-// Runs run(first, last) over the outputs [0, out) on the decoding threads
-// (step_threads.h), each thread taking whole multiples of `granule` outputs
-// (the kernels' blocks of weight rows).
-template <class Run>
-void split_outputs(int64_t out, int64_t granule, const Run& run) {
-  parallel_step(out, granule, run);
-}
-
 }  // namespace
 
 bool few_rows_linear_applies(const at::Tensor& x, const at::Tensor& weight) {
@@ -347,13 +338,14 @@ at::Tensor few_rows_linear(const at::Tensor& x, const at::Tensor& weight, const 
     // decode --batches 1 --threads 2`, four interleaved pairs: incremental vs
     // full 4.7-5.6x with the split, 3.3-3.9x on one thread.
     const auto kernel = kernel_for(rows_count, isa);
-    split_outputs(out, 4, [&](int64_t first, int64_t last) { kernel(op, first, last); });
+    // Outputs split over the decoding threads (step_threads.h) in whole blocks of 4 weight rows.
+    parallel_step(out, 4, [&](int64_t first, int64_t last) { kernel(op, first, last); });
   } else {
 #ifdef EXPNET_HAVE_AVX2_PATH
     // Bound by arithmetic: each thread takes whole blocks of either kernel.
     const auto kernel = isa == FewRowsIsa::avx512 ? blocked<Avx512Tile, kAvx512BlockOutputs>
                                                   : blocked<Avx2Tile, kAvx2BlockOutputs>;
-    split_outputs(out, kAvx512BlockOutputs, [&](int64_t first, int64_t last) { kernel(op, rows_count, first, last); });
+    parallel_step(out, kAvx512BlockOutputs, [&](int64_t first, int64_t last) { kernel(op, rows_count, first, last); });
 #else
     return at::linear(x, weight, bias);  // own_path never sends more rows here without AVX2
 #endif
