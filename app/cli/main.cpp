@@ -28,6 +28,7 @@ void print_version() {
 
 int main(int argc, char** argv) {
   expnet::restart_with_passive_openmp_wait(argv);
+  expnet::keep_freed_memory_for_reuse();
   spdlog::set_default_logger(spdlog::stderr_color_mt("expnet"));
   spdlog::set_pattern("[%H:%M:%S] %^%l%$ %v");
 

@@ -21,6 +21,7 @@
 
 int main(int argc, char** argv) {
   expnet::restart_with_passive_openmp_wait(argv);
+  expnet::keep_freed_memory_for_reuse();
   // A screenshot needs no display: render offscreen unless told otherwise.
   for (int i = 1; i < argc; ++i)
     if (QByteArray(argv[i]) == "--screenshot" && qEnvironmentVariableIsEmpty("QT_QPA_PLATFORM"))

@@ -158,8 +158,8 @@ class TestDecoderState : public QObject {
 
   // The decoding steps' own matrix kernels (every instruction set this CPU
   // runs) against LibTorch's linear, on the row counts they take and on sizes
-  // that leave tails: inputs not a multiple of 16, outputs not of 4 or 6,
-  // rows not of 4.
+  // that leave tails: inputs not a multiple of 16, outputs not of 4, 6 or 48,
+  // rows not of 4 or 8.
   void fewRowsLinearEqualsTorchLinear() {
     torch::NoGradGuard no_grad;
     torch::manual_seed(7);
@@ -178,6 +178,24 @@ class TestDecoderState : public QObject {
             QVERIFY2(worst < 1e-4, qPrintable(QString("isa %1, %2 rows, %3 -> %4: differs by %5")
                                                   .arg(isa).arg(rows).arg(in).arg(out).arg(worst)));
           }
+    // The packed path (AVX-512, more than kFewRowsLimit rows), through a
+    // cache: outputs that leave a partial panel, and a weight changed in place
+    // (the cache must repack it) or replaced by another of a new shape.
+    if (best == static_cast<int>(expnet::FewRowsIsa::avx512)) {
+      expnet::PackedWeightCache cache;
+      auto w = torch::randn({100, 37});
+      const auto b = torch::randn({100});
+      for (const int64_t rows : {9, 15, 16, 17, 40, 64}) {
+        const auto x = torch::randn({rows, 37});
+        const double worst = (expnet::few_rows_linear(x, w, b, cache) - torch::linear(x, w, b)).abs().max().item<double>();
+        QVERIFY2(worst < 1e-4, qPrintable(QString("packed, %1 rows: differs by %2").arg(rows).arg(worst)));
+      }
+      const auto x = torch::randn({24, 37});
+      w.mul_(-2.0);
+      QVERIFY((expnet::few_rows_linear(x, w, {}, cache) - torch::linear(x, w)).abs().max().item<double>() < 1e-4);
+      const auto other = torch::randn({49, 37});
+      QVERIFY((expnet::few_rows_linear(x, other, {}, cache) - torch::linear(x, other)).abs().max().item<double>() < 1e-4);
+    }
     // Above the limit or for other types it is torch::linear itself.
     const auto many = torch::randn({expnet::kBlockedRowsLimit + 1, 8}), w = torch::randn({3, 8});
     QVERIFY(!expnet::few_rows_linear_applies(many, w));

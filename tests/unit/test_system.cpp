@@ -2,6 +2,11 @@
 
 #include "expnet/system.h"
 
+#include <malloc.h>
+
+#include <cstdlib>
+#include <cstring>
+
 class TestSystem : public QObject {
   Q_OBJECT
  private slots:
@@ -39,6 +44,24 @@ class TestSystem : public QObject {
     const bool warned = !report.warnings.empty() &&
                         QString::fromStdString(report.warnings.front()).contains(QStringLiteral("libopenblas0-pthread"));
     QCOMPARE(warned, report.gflops < expnet::kMinHealthyGflops);
+  }
+  // A large temporary (64 MB, like a Swin-L activation) comes from the heap,
+  // not from pages mapped for it alone, and stays there for reuse once freed:
+  // without keep_freed_memory_for_reuse glibc maps it and unmaps it on free.
+  void largeTemporariesAreKeptForReuse() {
+    if (std::getenv("MALLOC_MMAP_THRESHOLD_") || std::getenv("MALLOC_TRIM_THRESHOLD_") || std::getenv("MALLOC_TOP_PAD_") ||
+        std::getenv("GLIBC_TUNABLES"))
+      QSKIP("malloc tunables set in the environment: the program leaves them alone");
+    expnet::keep_freed_memory_for_reuse();
+    constexpr size_t kBytes = size_t{64} << 20;
+    const size_t mapped_before = mallinfo2().hblkhd;
+    auto* block = static_cast<char*>(std::malloc(kBytes));
+    QVERIFY(block != nullptr);
+    std::memset(block, 1, kBytes);
+    asm volatile("" : : "r"(block) : "memory");  // the block is used: no elision
+    QCOMPARE(mallinfo2().hblkhd, mapped_before);
+    std::free(block);
+    QVERIFY(mallinfo2().fordblks >= kBytes);
   }
   void versionInfoIsFilled() {
     const auto info = expnet::version_info();

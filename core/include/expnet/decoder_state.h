@@ -85,9 +85,8 @@ class DecoderState {
   struct LayerCache {
     torch::Tensor cross_keys_t;  // images x heads x d_k x N (transposed: scores are row updates)
     torch::Tensor cross_values;  // images x heads x N x d_k
-    // The five linears of Dynamic Expansion that read x, stacked into one
-    // matmul: cond, key, class_a, class_b, selector (5d x d, 5d).
-    torch::Tensor fused_weight, fused_bias;
+    // The five linears of Dynamic Expansion that read x, in one matmul (the model keeps them).
+    DynamicExpansionImpl::StackedInputs stacked_inputs;
     RowCaches rows;                      // the LibTorch-operation path's caches
     std::vector<ExpansionBlock> blocks;  // the fused CPU kernel's caches
   };

@@ -16,7 +16,10 @@
 #include <torch/nn/pimpl.h>
 
 #include <cstdint>
+#include <memory>
+#include <mutex>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "expnet/model_config.h"
@@ -39,6 +42,8 @@ struct DropoutRates {
 // model's reset_parameters() (the reference initialisation) or a checkpoint
 // load fills them, so building the 234M-parameter model for loading costs no
 // random-number time and touches no memory twice.
+class PackedWeightCache;  // core/src/model/few_rows_linear.h
+
 class LinearImpl : public torch::nn::Module {
  public:
   LinearImpl(int64_t in_features, int64_t out_features, bool with_bias = true);
@@ -46,6 +51,10 @@ class LinearImpl : public torch::nn::Module {
   int64_t in_features, out_features;
   torch::Tensor weight;  // out x in
   torch::Tensor bias;    // out, or undefined
+
+ private:
+  // The weight laid out for decoding steps of several images, made on first use.
+  std::shared_ptr<PackedWeightCache> packed_weight_;
 };
 TORCH_MODULE(Linear);
 
@@ -202,6 +211,21 @@ class DynamicExpansionImpl : public torch::nn::Module {
   Linear cond_embed{nullptr};
   Embedding query_exp_vectors{nullptr}, bias_exp_vectors{nullptr};
   Linear key_linear{nullptr}, class_a_embed{nullptr}, class_b_embed{nullptr}, selector_embed{nullptr};
+
+  // The five linears that read x (cond, key, class_a, class_b, selector)
+  // stacked into one (5d x d, 5d): a decoding step multiplies its new position
+  // by all five at once. Made on first use and kept across decodings (with
+  // the packed form of the weight); remade when one of the five changes.
+  struct StackedInputs {
+    torch::Tensor weight, bias;
+    std::shared_ptr<PackedWeightCache> packed;
+  };
+  StackedInputs stacked_inputs();
+
+ private:
+  std::mutex stacked_mutex_;
+  StackedInputs stacked_;
+  std::vector<std::pair<const void*, int64_t>> stacked_sources_;  // data and version of each stacked tensor
 };
 TORCH_MODULE(DynamicExpansion);
 

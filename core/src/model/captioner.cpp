@@ -31,13 +31,14 @@ std::string shape_text(const torch::Tensor& t) {
 
 // ---------------------------------------------------------------- basic layers
 
-LinearImpl::LinearImpl(int64_t in, int64_t out, bool with_bias) : in_features(in), out_features(out) {
+LinearImpl::LinearImpl(int64_t in, int64_t out, bool with_bias)
+    : in_features(in), out_features(out), packed_weight_(std::make_shared<PackedWeightCache>()) {
   weight = register_parameter("weight", torch::empty({out, in}));
   if (with_bias) bias = register_parameter("bias", torch::empty({out}));
 }
 
-// Decoding steps (a few rows, no autograd) take the weight-streaming path.
-torch::Tensor LinearImpl::forward(const torch::Tensor& x) { return few_rows_linear(x, weight, bias); }
+// Decoding steps (a few rows, no autograd) take the kernels of few_rows_linear.h.
+torch::Tensor LinearImpl::forward(const torch::Tensor& x) { return few_rows_linear(x, weight, bias, *packed_weight_); }
 
 LayerNormImpl::LayerNormImpl(int64_t dim_, double eps_) : dim(dim_), eps(eps_) {
   weight = register_parameter("weight", torch::ones({dim}));
@@ -137,6 +138,27 @@ DynamicExpansionImpl::DynamicExpansionImpl(int64_t d_model_, int64_t num_exp_) :
   class_a_embed = register_module("class_a_embed", Linear(d_model, d_model));
   class_b_embed = register_module("class_b_embed", Linear(d_model, d_model));
   selector_embed = register_module("selector_embed", Linear(d_model, d_model));
+}
+
+DynamicExpansionImpl::StackedInputs DynamicExpansionImpl::stacked_inputs() {
+  const std::vector<Linear> parts{cond_embed, key_linear, class_a_embed, class_b_embed, selector_embed};
+  std::vector<std::pair<const void*, int64_t>> sources;
+  for (const auto& part : parts)
+    for (const auto& t : {part->weight, part->bias}) sources.emplace_back(t.data_ptr(), t.is_inference() ? 0 : t._version());
+  std::lock_guard<std::mutex> lock(stacked_mutex_);
+  if (!stacked_.weight.defined() || sources != stacked_sources_) {
+    c10::InferenceMode inference;
+    std::vector<torch::Tensor> weights, biases;
+    for (const auto& part : parts) {
+      weights.push_back(part->weight);
+      biases.push_back(part->bias);
+    }
+    stacked_.weight = torch::cat(weights);
+    stacked_.bias = torch::cat(biases);
+    if (!stacked_.packed) stacked_.packed = std::make_shared<PackedWeightCache>();
+    stacked_sources_ = std::move(sources);
+  }
+  return stacked_;
 }
 
 torch::Tensor DynamicExpansionImpl::forward(const torch::Tensor& x, const torch::Tensor& mask, ExpansionTrace* trace) {

@@ -35,11 +35,7 @@ DecoderState::DecoderState(ExpansionNet model, const torch::Tensor& enc_out, boo
     LayerCache cache;
     cache.cross_keys_t = layer->mha->project_keys(enc_out).transpose(2, 3).contiguous();
     cache.cross_values = layer->mha->project_values(enc_out).contiguous();
-    const auto& dyn = *layer->dyn_exp;
-    cache.fused_weight = torch::cat({dyn.cond_embed->weight, dyn.key_linear->weight, dyn.class_a_embed->weight,
-                                     dyn.class_b_embed->weight, dyn.selector_embed->weight});
-    cache.fused_bias = torch::cat({dyn.cond_embed->bias, dyn.key_linear->bias, dyn.class_a_embed->bias,
-                                   dyn.class_b_embed->bias, dyn.selector_embed->bias});
+    cache.stacked_inputs = layer->dyn_exp->stacked_inputs();
     layers_.push_back(std::move(cache));
   }
 }
@@ -89,7 +85,7 @@ void DecoderState::reserve_positions(int64_t positions) {
   for (size_t l = 0; l < layers_.size(); ++l) {
     const auto& dyn = *model_->decoders[l]->dyn_exp;
     const int64_t d = dyn.d_model, NE = dyn.num_exp;
-    const auto options = layers_[l].fused_weight.options();
+    const auto options = layers_[l].cross_values.options();
     // Uninitialised: a step writes its position's entries (route rows over
     // the whole width) before anything reads them.
     RowCaches grown;
@@ -124,7 +120,8 @@ torch::Tensor DecoderState::dynamic_expansion_step(DecoderLayerImpl& layer, Laye
   auto& dyn = *layer.dyn_exp;
   const int64_t R = x.size(0);
   // The new position t: its five linear outputs in one matmul.
-  const auto parts = few_rows_linear(x, cache.fused_weight, cache.fused_bias).view({R, -1});  // R x 5d
+  const auto parts = few_rows_linear(x, cache.stacked_inputs.weight, cache.stacked_inputs.bias,
+                                     *cache.stacked_inputs.packed).view({R, -1});  // R x 5d
   if (cpu_kernels_ && expansion_step_cpu_applies(parts))
     return expansion_step_cpu(parts, dyn.query_exp_vectors->weight, dyn.bias_exp_vectors->weight, cache.blocks,
                               lineage_.data(), max_positions_)

@@ -30,6 +30,12 @@ constexpr int kAvx512BlockOutputs = 6;
 constexpr int kAvx2BlockOutputs = 3;
 static_assert(kAvx512BlockOutputs % kAvx2BlockOutputs == 0, "threads split outputs in whole blocks of either");
 
+// The packed layout (few_rows_linear.h, PackedWeight): panels of kPanel
+// weight rows, each in x kPanel floats, input-major.
+constexpr int64_t kPanel = 48;
+constexpr int kPanelVectors = kPanel / 16;
+constexpr int kPackedTileRows = 8;  // 8 x 3 accumulators + 3 weight vectors + 1 input fit the 32 registers
+
 // y[r, o] = b[o] + sum_k x[r, k] w[o, k] for o in [first, last).
 struct Operands {
   const float* x;
@@ -231,6 +237,54 @@ void blocked(const Operands& op, int64_t rows, int64_t first, int64_t last) {
   for (; o < last; ++o) blocked_rows_group<Tile, 1>(op, rows, o);
 }
 
+// Input rows [r0, r0 + R) x the panel's outputs [o0, o0 + kPanel): each input
+// value is broadcast against three vectors of the panel's row k, so the sums
+// come out as whole vectors of outputs. The last panel of a matrix whose
+// output count is not a multiple of kPanel stores through a mask.
+template <int R>
+__attribute__((target("avx512f"))) void packed_tile(const Operands& op, const float* panel, int64_t r0, int64_t o0) {
+  const int64_t in = op.in;
+  const float* x = op.x + r0 * in;
+  __m512 acc[R][kPanelVectors];
+#pragma GCC unroll 8
+  for (int r = 0; r < R; ++r)
+#pragma GCC unroll 3
+    for (int j = 0; j < kPanelVectors; ++j) acc[r][j] = _mm512_setzero_ps();
+  for (int64_t k = 0; k < in; ++k) {
+    const float* p = panel + k * kPanel;
+    __m512 wv[kPanelVectors];
+#pragma GCC unroll 3
+    for (int j = 0; j < kPanelVectors; ++j) wv[j] = _mm512_load_ps(p + 16 * j);
+#pragma GCC unroll 8
+    for (int r = 0; r < R; ++r) {
+      const __m512 xv = _mm512_set1_ps(x[r * in + k]);
+#pragma GCC unroll 3
+      for (int j = 0; j < kPanelVectors; ++j) acc[r][j] = _mm512_fmadd_ps(xv, wv[j], acc[r][j]);
+    }
+  }
+  const int64_t valid = std::min(kPanel, op.out - o0);
+  for (int j = 0; j < kPanelVectors; ++j) {
+    const int64_t lanes = std::clamp<int64_t>(valid - 16 * j, 0, 16);
+    const auto mask = static_cast<__mmask16>((1u << lanes) - 1);
+    const __m512 bias = op.b ? _mm512_maskz_loadu_ps(mask, op.b + o0 + 16 * j) : _mm512_setzero_ps();
+    for (int r = 0; r < R; ++r)
+      _mm512_mask_storeu_ps(op.y + (r0 + r) * op.out + o0 + 16 * j, mask, _mm512_add_ps(acc[r][j], bias));
+  }
+}
+
+// Panels [first, last) against every input row, in tiles of kPackedTileRows then the rest.
+void packed_rows(const Operands& op, const float* panels, int64_t rows, int64_t first, int64_t last) {
+  using Tile = void (*)(const Operands&, const float*, int64_t, int64_t);
+  static constexpr Tile kRest[kPackedTileRows] = {nullptr,          packed_tile<1>, packed_tile<2>, packed_tile<3>,
+                                                  packed_tile<4>, packed_tile<5>, packed_tile<6>, packed_tile<7>};
+  for (int64_t p = first; p < last; ++p) {
+    const float* panel = panels + p * op.in * kPanel;
+    int64_t r = 0;
+    for (; r + kPackedTileRows <= rows; r += kPackedTileRows) packed_tile<kPackedTileRows>(op, panel, r, p * kPanel);
+    if (r < rows) kRest[rows - r](op, panel, r, p * kPanel);
+  }
+}
+
 bool cpu_has_avx512f() {
   static const bool has = __builtin_cpu_supports("avx512f");
   return has;
@@ -312,12 +366,38 @@ FewRowsIsa best_few_rows_isa() {
   return FewRowsIsa::portable;
 }
 
-at::Tensor few_rows_linear(const at::Tensor& x, const at::Tensor& weight, const at::Tensor& bias) {
-  static const FewRowsIsa best = best_few_rows_isa();
-  return few_rows_linear(x, weight, bias, best);
+struct PackedWeight {
+  const void* source = nullptr;  // the weight it was made from: data, version and shape
+  int64_t version = 0, out = 0, in = 0;
+  at::Tensor panels;  // ceil(out / kPanel) x in x kPanel, zero-padded
+};
+
+namespace {
+
+std::shared_ptr<const PackedWeight> pack_weight(const at::Tensor& weight, int64_t version) {
+  const auto w = weight.contiguous();
+  auto packed = std::make_shared<PackedWeight>();
+  packed->source = weight.data_ptr();
+  packed->version = version;
+  packed->out = w.size(0);
+  packed->in = w.size(1);
+  const int64_t in = packed->in, panels = (packed->out + kPanel - 1) / kPanel;
+  packed->panels = at::zeros({panels, in, kPanel}, w.options());
+  const float* source = w.data_ptr<float>();
+  float* panel = packed->panels.data_ptr<float>();
+  for (int64_t p = 0; p < panels; ++p, panel += in * kPanel) {
+    const int64_t rows = std::min(kPanel, packed->out - p * kPanel);
+    for (int64_t j = 0; j < rows; ++j) {
+      const float* row = source + (p * kPanel + j) * in;
+      for (int64_t k = 0; k < in; ++k) panel[k * kPanel + j] = row[k];
+    }
+  }
+  return packed;
 }
 
-at::Tensor few_rows_linear(const at::Tensor& x, const at::Tensor& weight, const at::Tensor& bias, FewRowsIsa isa) {
+// The shared body of the few_rows_linear overloads; `cache` may be null.
+at::Tensor linear_step(const at::Tensor& x, const at::Tensor& weight, const at::Tensor& bias, FewRowsIsa isa,
+                       PackedWeightCache* cache) {
   if (static_cast<int>(isa) > static_cast<int>(best_few_rows_isa()))
     throw std::invalid_argument("few_rows_linear: this CPU lacks the requested instruction set");
   const bool bias_ok = !bias.defined() || (bias.device().is_cpu() && bias.scalar_type() == at::kFloat &&
@@ -340,17 +420,50 @@ at::Tensor few_rows_linear(const at::Tensor& x, const at::Tensor& weight, const 
     const auto kernel = kernel_for(rows_count, isa);
     // Outputs split over the decoding threads (step_threads.h) in whole blocks of 4 weight rows.
     parallel_step(out, 4, [&](int64_t first, int64_t last) { kernel(op, first, last); });
-  } else {
-#ifdef EXPNET_HAVE_AVX2_PATH
-    // Bound by arithmetic: each thread takes whole blocks of either kernel.
-    const auto kernel = isa == FewRowsIsa::avx512 ? blocked<Avx512Tile, kAvx512BlockOutputs>
-                                                  : blocked<Avx2Tile, kAvx2BlockOutputs>;
-    parallel_step(out, kAvx512BlockOutputs, [&](int64_t first, int64_t last) { kernel(op, rows_count, first, last); });
-#else
-    return at::linear(x, weight, bias);  // own_path never sends more rows here without AVX2
-#endif
+    return y;
   }
+#ifdef EXPNET_HAVE_AVX2_PATH
+  // Bound by arithmetic: each thread takes whole panels, or whole blocks of the blocked kernels.
+  if (cache && isa == FewRowsIsa::avx512) {
+    const auto packed = cache->get(weight);
+    const float* panels = packed->panels.data_ptr<float>();
+    parallel_step(packed->panels.size(0), 1,
+                  [&](int64_t first, int64_t last) { packed_rows(op, panels, rows_count, first, last); });
+    return y;
+  }
+  const auto kernel = isa == FewRowsIsa::avx512 ? blocked<Avx512Tile, kAvx512BlockOutputs>
+                                                : blocked<Avx2Tile, kAvx2BlockOutputs>;
+  parallel_step(out, kAvx512BlockOutputs, [&](int64_t first, int64_t last) { kernel(op, rows_count, first, last); });
   return y;
+#else
+  return at::linear(x, weight, bias);  // own_path never sends more rows here without AVX2
+#endif
+}
+
+}  // namespace
+
+std::shared_ptr<const PackedWeight> PackedWeightCache::get(const at::Tensor& weight) {
+  // Inference tensors (made under InferenceMode) have no version counter; the
+  // ones packed here are made once and never written.
+  const int64_t version = weight.is_inference() ? 0 : weight._version();
+  std::lock_guard<std::mutex> lock(mutex_);
+  if (!packed_ || packed_->source != weight.data_ptr() || packed_->version != version ||
+      packed_->out != weight.size(0) || packed_->in != weight.size(1))
+    packed_ = pack_weight(weight, version);
+  return packed_;
+}
+
+at::Tensor few_rows_linear(const at::Tensor& x, const at::Tensor& weight, const at::Tensor& bias) {
+  return linear_step(x, weight, bias, best_few_rows_isa(), nullptr);
+}
+
+at::Tensor few_rows_linear(const at::Tensor& x, const at::Tensor& weight, const at::Tensor& bias, FewRowsIsa isa) {
+  return linear_step(x, weight, bias, isa, nullptr);
+}
+
+at::Tensor few_rows_linear(const at::Tensor& x, const at::Tensor& weight, const at::Tensor& bias,
+                           PackedWeightCache& cache) {
+  return linear_step(x, weight, bias, best_few_rows_isa(), &cache);
 }
 
 }  // namespace expnet

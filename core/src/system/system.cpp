@@ -2,11 +2,13 @@
 
 #include <dlfcn.h>
 #include <link.h>
+#include <malloc.h>
 #include <sqlite3.h>
 
 #include <algorithm>
 #include <cstdlib>
 #include <chrono>
+#include <cstring>
 #include <opencv2/core/version.hpp>
 #include <stdexcept>
 #include <thread>
@@ -97,6 +99,17 @@ void restart_with_passive_openmp_wait(char** argv) {
   if (setenv("OMP_WAIT_POLICY", "PASSIVE", 1) != 0) return;
   execv("/proc/self/exe", argv);
   // exec failed (no /proc?): go on with the default policy; it is only slower.
+}
+
+void keep_freed_memory_for_reuse() {
+  for (const char* tunable : {"MALLOC_MMAP_THRESHOLD_", "MALLOC_TRIM_THRESHOLD_", "MALLOC_TOP_PAD_"})
+    if (std::getenv(tunable) != nullptr) return;
+  const char* tunables = std::getenv("GLIBC_TUNABLES");
+  if (tunables != nullptr && std::strstr(tunables, "glibc.malloc.") != nullptr) return;
+  constexpr int kMiB = 1 << 20;
+  mallopt(M_MMAP_THRESHOLD, 256 * kMiB);
+  mallopt(M_TRIM_THRESHOLD, 1024 * kMiB);
+  mallopt(M_TOP_PAD, 64 * kMiB);
 }
 
 void apply_runtime(const RuntimeOptions& options) {
