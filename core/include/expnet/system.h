@@ -25,11 +25,11 @@ void restart_with_passive_openmp_wait(char** argv);
 // Call first thing in main() too. LibTorch allocates every tensor with plain
 // malloc, and glibc serves blocks above 128 KB (at first) with fresh mmap
 // pages that it unmaps on free, so every large temporary is page-faulted and
-// zeroed again: `expnet bench caption` measured 730,000 page faults and 9.4 s
-// of system time for 5 captions. This keeps blocks up to 256 MB in the heap
-// and up to 1 GB of freed memory for reuse (encode 1.75 s instead of 2.7-2.8 s,
-// decode 76 ms instead of 123-134 ms, peak RSS 1234 MB instead of 1215 MB).
-// A MALLOC_* tunable the user set in the environment is respected.
+// zeroed again (`expnet bench caption --repeats 5`: 534,000 page faults and
+// 6.4-6.7 s of system time in a 17 s run). This keeps blocks up to 256 MB in
+// the heap and up to 1 GB of freed memory for reuse: 306,000 faults, encode
+// 1.78 s instead of 2.15 s, peak RSS 1218 MB instead of 1226 MB (Zen 5, two
+// runs each, alternated). A MALLOC_* tunable set in the environment is respected.
 void keep_freed_memory_for_reuse();
 
 // Applies the thread count to LibTorch's intra-op pool and to OpenBLAS's own
