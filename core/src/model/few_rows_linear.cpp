@@ -25,10 +25,8 @@
 namespace expnet {
 namespace {
 
-// Weight rows per block of the blocked kernels.
-constexpr int kAvx512BlockOutputs = 6;
-constexpr int kAvx2BlockOutputs = 3;
-static_assert(kAvx512BlockOutputs % kAvx2BlockOutputs == 0, "threads split outputs in whole blocks of either");
+// Weight rows per block of the AVX2 blocked kernel.
+constexpr int kBlockOutputs = 3;
 
 // The packed layout (few_rows_linear.h, PackedWeight): panels of kPanel
 // weight rows, each in x kPanel floats, input-major.
@@ -135,48 +133,13 @@ __attribute__((target("avx512f"))) void rows_avx512(const Operands& op, int64_t 
   for (; o < last; ++o) rows_avx512_block<R, 1>(op, o);
 }
 
-// More rows (a decoding step of several images): tiles of 6 weight rows x 4
-// input rows (24 accumulators); the 6 weight rows (12 KB at d 512) stay in L1
-// while every group of 4 input rows passes over them, so each weight is read
-// from memory once per call and reused from cache. Measured at 40 rows, 17
-// matrices of 2048x512, one thread: 11.2 ms, against 14.5 ms for torch::linear.
-//
-// One tile: R input rows (from row r0) x O weight rows (from o). Written out
-// in full, not through fma_chunk: this loop is bound by arithmetic, and a
-// first version through the helper spilled the accumulators (26 ms above).
-template <int R, int O>
-__attribute__((target("avx512f"))) void blocked_tile(const Operands& op, int64_t r0, int64_t o) {
-  const int64_t in = op.in, whole = in / 16 * 16;
-  const float* w = op.w + o * in;
-  const float* x = op.x + r0 * in;
-  __m512 acc[O][R];
-  for (int j = 0; j < O; ++j)
-    for (int r = 0; r < R; ++r) acc[j][r] = _mm512_setzero_ps();
-  for (int64_t k = 0; k < whole; k += 16) {
-    __m512 wv[O];
-    for (int j = 0; j < O; ++j) wv[j] = _mm512_loadu_ps(w + j * in + k);
-    for (int r = 0; r < R; ++r) {
-      const __m512 xv = _mm512_loadu_ps(x + r * in + k);
-      for (int j = 0; j < O; ++j) acc[j][r] = _mm512_fmadd_ps(wv[j], xv, acc[j][r]);
-    }
-  }
-  if (whole < in) {
-    const auto mask = static_cast<__mmask16>((1u << (in - whole)) - 1);
-    __m512 wv[O];
-    for (int j = 0; j < O; ++j) wv[j] = _mm512_maskz_loadu_ps(mask, w + j * in + whole);
-    for (int r = 0; r < R; ++r) {
-      const __m512 xv = _mm512_maskz_loadu_ps(mask, x + r * in + whole);
-      for (int j = 0; j < O; ++j) acc[j][r] = _mm512_fmadd_ps(wv[j], xv, acc[j][r]);
-    }
-  }
-  for (int j = 0; j < O; ++j)
-    for (int r = 0; r < R; ++r)
-      op.y[(r0 + r) * op.out + o + j] = _mm512_reduce_add_ps(acc[j][r]) + (op.b ? op.b[o + j] : 0.0f);
-}
-
-// The same tiling with AVX2 (for CPUs without AVX-512): 3 weight rows x 4
-// input rows, 12 accumulators + 3 weight vectors + 1 input vector fill the 16
-// registers exactly. Row tails that are not a multiple of 8 are summed in scalar.
+// More rows (a decoding step of several images) on CPUs with AVX2 but not
+// AVX-512: tiles of 3 weight rows x 4 input rows (12 accumulators + 3 weight
+// vectors + 1 input vector fill the 16 registers exactly); the weight rows stay
+// in L1 while every group of 4 input rows passes over them, so each weight is
+// read from memory once per call. Row tails that are not a multiple of 8 are
+// summed in scalar. Written out in full: a first version through a helper
+// spilled the accumulators.
 template <int R, int O>
 __attribute__((target("avx2,fma"))) void blocked_tile_avx2(const Operands& op, int64_t r0, int64_t o) {
   const int64_t in = op.in, whole = in / 8 * 8;
@@ -201,40 +164,29 @@ __attribute__((target("avx2,fma"))) void blocked_tile_avx2(const Operands& op, i
     }
 }
 
-// The blocked kernels' shared driver. Tile<R, O>::run(op, r0, o) computes
-// input rows [r0, r0 + R) x weight rows [o, o + O) with one instruction set.
-template <int R, int O>
-struct Avx512Tile {
-  static void run(const Operands& op, int64_t r0, int64_t o) { blocked_tile<R, O>(op, r0, o); }
-};
-template <int R, int O>
-struct Avx2Tile {
-  static void run(const Operands& op, int64_t r0, int64_t o) { blocked_tile_avx2<R, O>(op, r0, o); }
-};
-
 // Every input row, in groups of 4 then the rest, against weight rows [o, o + O).
-template <template <int, int> class Tile, int O>
+template <int O>
 void blocked_rows_group(const Operands& op, int64_t rows, int64_t o) {
   int64_t r = 0;
-  for (; r + 4 <= rows; r += 4) Tile<4, O>::run(op, r, o);
+  for (; r + 4 <= rows; r += 4) blocked_tile_avx2<4, O>(op, r, o);
   switch (rows - r) {
-    case 3: Tile<3, O>::run(op, r, o); break;
-    case 2: Tile<2, O>::run(op, r, o); break;
-    case 1: Tile<1, O>::run(op, r, o); break;
+    case 3: blocked_tile_avx2<3, O>(op, r, o); break;
+    case 2: blocked_tile_avx2<2, O>(op, r, o); break;
+    case 1: blocked_tile_avx2<1, O>(op, r, o); break;
     default: break;
   }
 }
 
-// Weight rows [first, last) in blocks of O, then one at a time.
-template <template <int, int> class Tile, int O>
-void blocked(const Operands& op, int64_t rows, int64_t first, int64_t last) {
+// Weight rows [first, last) in blocks of kBlockOutputs, then one at a time.
+void blocked_avx2(const Operands& op, int64_t rows, int64_t first, int64_t last) {
+  constexpr int O = kBlockOutputs;
   int64_t o = first;
   for (; o + O <= last; o += O) {
     for (int64_t j = 0; j < O; ++j)  // the next block, while this one computes
       _mm_prefetch(reinterpret_cast<const char*>(op.w + (o + O + j) * op.in), _MM_HINT_T0);
-    blocked_rows_group<Tile, O>(op, rows, o);
+    blocked_rows_group<O>(op, rows, o);
   }
-  for (; o < last; ++o) blocked_rows_group<Tile, 1>(op, rows, o);
+  for (; o < last; ++o) blocked_rows_group<1>(op, rows, o);
 }
 
 // Input rows [r0, r0 + R) x the panel's outputs [o0, o0 + kPanel): each input
@@ -423,17 +375,16 @@ at::Tensor linear_step(const at::Tensor& x, const at::Tensor& weight, const at::
     return y;
   }
 #ifdef EXPNET_HAVE_AVX2_PATH
-  // Bound by arithmetic: each thread takes whole panels, or whole blocks of the blocked kernels.
-  if (cache && isa == FewRowsIsa::avx512) {
-    const auto packed = cache->get(weight);
+  // Bound by arithmetic: each thread takes whole panels, or whole blocks of the AVX2 kernel.
+  if (isa == FewRowsIsa::avx512) {
+    PackedWeightCache for_this_call;  // callers without a cache (tests) pack for the call alone
+    const auto packed = (cache ? *cache : for_this_call).get(weight);
     const float* panels = packed->panels.data_ptr<float>();
     parallel_step(packed->panels.size(0), 1,
                   [&](int64_t first, int64_t last) { packed_rows(op, panels, rows_count, first, last); });
     return y;
   }
-  const auto kernel = isa == FewRowsIsa::avx512 ? blocked<Avx512Tile, kAvx512BlockOutputs>
-                                                : blocked<Avx2Tile, kAvx2BlockOutputs>;
-  parallel_step(out, kAvx512BlockOutputs, [&](int64_t first, int64_t last) { kernel(op, rows_count, first, last); });
+  parallel_step(out, kBlockOutputs, [&](int64_t first, int64_t last) { blocked_avx2(op, rows_count, first, last); });
   return y;
 #else
   return at::linear(x, weight, bias);  // own_path never sends more rows here without AVX2

@@ -11,11 +11,11 @@
 
 namespace expnet {
 
-// Rows of x up to which few_rows_linear streams W itself, split over
-// LibTorch's threads (one beam-search step of one image).
+// Rows of x up to which few_rows_linear streams W itself, split over the
+// decoding threads (one beam-search step of one image).
 inline constexpr int64_t kFewRowsLimit = 8;
-// With AVX2 or AVX-512, rows up to which the blocked kernels (on LibTorch's
-// threads) take a step of several images; above it, BLAS.
+// With AVX2 or AVX-512, rows up to which its packed (AVX-512) or blocked (AVX2)
+// kernel takes a step of several images; above it, BLAS.
 inline constexpr int64_t kBlockedRowsLimit = 64;
 
 // True when few_rows_linear would take its own path for these operands:
@@ -25,8 +25,10 @@ bool few_rows_linear_applies(const at::Tensor& x, const at::Tensor& weight);
 
 // torch::linear(x, weight, bias) (bias may be undefined). For the shapes of
 // few_rows_linear_applies it reads each weight row once and dots it with every
-// input row (AVX-512, AVX2/FMA or portable code, the best the CPU has);
-// otherwise it is torch::linear itself. Sums differ from BLAS only in
+// input row (AVX-512, AVX2/FMA or portable code, the best the CPU has), or,
+// above kFewRowsLimit rows with AVX-512, packs the weight for this call alone
+// (the overload with a PackedWeightCache keeps it); otherwise it is
+// torch::linear itself. Sums differ from BLAS only in
 // rounding order (about 1e-6 relative).
 at::Tensor few_rows_linear(const at::Tensor& x, const at::Tensor& weight, const at::Tensor& bias);
 
@@ -49,7 +51,7 @@ class PackedWeightCache {
 // few_rows_linear, which with AVX-512 takes steps of more than kFewRowsLimit
 // rows (up to kBlockedRowsLimit) through the packed weight of `cache`
 // (measured at 40 rows, one thread, Zen 5: 157-211 GFLOP/s against 109-146
-// for the blocked kernel that reads the weight as it is).
+// for the AVX-512 blocked kernel it replaced, which read the weight as it is).
 at::Tensor few_rows_linear(const at::Tensor& x, const at::Tensor& weight, const at::Tensor& bias,
                            PackedWeightCache& cache);
 
