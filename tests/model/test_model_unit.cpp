@@ -173,6 +173,45 @@ class TestModelUnit : public QObject {
     QCOMPARE(whole->window, int64_t{4});
   }
 
+  // Our one extension key: absent means the reference's merging (so the authors'
+  // configurations read unchanged and ours stay readable by their code), written
+  // only when set, and the demo model is the calibration size with it.
+  void convolutionalMergingIsAnOptionalExtension() {
+    QVERIFY(!ModelConfig::from_json(official_json().dump()).swin_conv_merging);
+    QVERIFY(!official_json().contains("swin_conv_merging"));
+    auto with = official_json();
+    with["swin_conv_merging"] = true;
+    QVERIFY(ModelConfig::from_json(with.dump()).swin_conv_merging);
+    with["swin_conv_merging"] = 1;
+    QVERIFY2(config_error(with).contains("'swin_conv_merging' must be true or false"), qPrintable(config_error(with)));
+    ModelConfig demo = expnet::demo_model_config();
+    QVERIFY(demo.swin_conv_merging);
+    QVERIFY(nlohmann::json::parse(demo.to_json()).at("swin_conv_merging").get<bool>());
+    demo.swin_conv_merging = false;
+    QVERIFY(demo == expnet::calibration_model_config());
+  }
+
+  // 3x3 convolution, ReLU and 2x2 max pooling over the token grid, computed here
+  // with torch's functional ops on the image layout the tokens come from.
+  void convolutionalMergingPoolsTheTokenGrid() {
+    torch::manual_seed(3);
+    expnet::SwinPatchMerging merging(4, 6, /*conv=*/true);
+    QVERIFY(!merging->reduction && !merging->norm);
+    QCOMPARE(merging->conv->weight.sizes().vec(), (std::vector<int64_t>{12, 6, 3, 3}));
+    const auto tokens = torch::randn({2, 16, 6});  // B x (row-major 4x4 grid) x C
+    const auto image = tokens.view({2, 4, 4, 6}).permute({0, 3, 1, 2});
+    const auto expected =
+        torch::max_pool2d(torch::relu(torch::conv2d(image, merging->conv->weight, merging->conv->bias, 1, 1)), 2)
+            .permute({0, 2, 3, 1})
+            .reshape({2, 4, 12});
+    QVERIFY(torch::allclose(merging(tokens), expected, 1e-5, 1e-6));
+    expnet::ExpansionNet demo(expnet::demo_model_config(), 30);
+    const auto names = demo->named_parameters();
+    QVERIFY(names.contains("swin_transf.layers.1.downsample.conv.weight"));
+    QVERIFY(!names.contains("swin_transf.layers.1.downsample.reduction.weight"));
+    QCOMPARE(demo->backbone(torch::zeros({1, 3, 96, 96})).sizes().vec(), (std::vector<int64_t>{1, 36, 128}));
+  }
+
   void tinyAndSmallParameterCounts() {
     expnet::ExpansionNet tiny(expnet::tiny_model_config(), 50);
     QCOMPARE(expnet::count_parameters(*tiny), int64_t{1506082});

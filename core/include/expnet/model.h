@@ -121,11 +121,14 @@ TORCH_MODULE(SwinBlock);
 
 class SwinPatchMergingImpl : public torch::nn::Module {
  public:
-  SwinPatchMergingImpl(int64_t resolution, int64_t dim);
+  // conv: ModelConfig::swin_conv_merging (3x3 convolution, ReLU, 2x2 max pool)
+  // instead of the reference's concatenation of 2x2 patches, norm and linear map.
+  SwinPatchMergingImpl(int64_t resolution, int64_t dim, bool conv = false);
   torch::Tensor forward(const torch::Tensor& x);  // B x R*R x C -> B x (R/2)^2 x 2C
   int64_t resolution;
-  Linear reduction{nullptr};
-  LayerNorm norm{nullptr};
+  Linear reduction{nullptr};            // reference merging
+  LayerNorm norm{nullptr};              // reference merging
+  torch::nn::Conv2d conv{nullptr};      // convolutional merging
 };
 TORCH_MODULE(SwinPatchMerging);
 

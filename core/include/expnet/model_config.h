@@ -23,6 +23,13 @@ struct ModelConfig {
   bool swin_qkv_bias = true;
   bool swin_ape = false;
   bool swin_patch_norm = true;
+  // Not an argument of the reference (whose Swin always merges 2x2 patches by
+  // concatenation and a linear map): when true, each patch merging is a 3x3
+  // convolution, ReLU and 2x2 max pooling. A small Swin trained from scratch on a
+  // few thousand images learns shapes with it and not without it (docs/training.md,
+  // "The demo model and shape words"). Written to JSON only when true, so every
+  // configuration of the reference stays readable by the authors' code.
+  bool swin_conv_merging = false;
   int64_t final_swin_dim = 1536;  // = swin_embed_dim * 2^(stages-1)
   // Captioner
   int64_t d_model = 512;
@@ -64,6 +71,7 @@ ModelConfig official_model_config();  // the released COCO model (Swin-L 384, 23
 ModelConfig tiny_model_config();      // the tiny reference fixture (tests)
 ModelConfig small_model_config();     // CPU-friendly, a few million parameters (docs/model.md)
 ModelConfig demo_model_config();      // the built-in demo model (expnet/demo_model.h), trained by shapes-demo
+ModelConfig calibration_model_config();  // the demo's size with the reference's patch merging (bench train)
 std::vector<std::string> model_preset_names();  // "official", "tiny", "small", "demo"
 
 // `--model` argument: a preset name, or the path of a JSON file in the format

@@ -191,7 +191,12 @@ torch::Tensor SwinBlockImpl::forward_sliced(const torch::Tensor& x) {
 
 // ---------------------------------------------------------------- stage
 
-SwinPatchMergingImpl::SwinPatchMergingImpl(int64_t resolution_, int64_t dim) : resolution(resolution_) {
+SwinPatchMergingImpl::SwinPatchMergingImpl(int64_t resolution_, int64_t dim, bool conv_merging)
+    : resolution(resolution_) {
+  if (conv_merging) {
+    conv = register_module("conv", torch::nn::Conv2d(torch::nn::Conv2dOptions(dim, 2 * dim, 3).padding(1)));
+    return;
+  }
   reduction = register_module("reduction", Linear(4 * dim, 2 * dim, false));
   norm = register_module("norm", LayerNorm(4 * dim));
 }
@@ -200,6 +205,11 @@ torch::Tensor SwinPatchMergingImpl::forward(const torch::Tensor& x) {
   using torch::indexing::None;
   using torch::indexing::Slice;
   const int64_t B = x.size(0), C = x.size(2);
+  if (conv) {
+    const auto image = x.transpose(1, 2).reshape({B, C, resolution, resolution});
+    const auto pooled = torch::max_pool2d(torch::relu(conv(image)), 2);
+    return pooled.flatten(2).transpose(1, 2).contiguous();
+  }
   const auto grid = x.view({B, resolution, resolution, C});
   const auto x0 = grid.index({Slice(), Slice(0, None, 2), Slice(0, None, 2)});
   const auto x1 = grid.index({Slice(), Slice(1, None, 2), Slice(0, None, 2)});
@@ -218,7 +228,7 @@ SwinStageImpl::SwinStageImpl(const ModelConfig& config, int64_t stage) {
     list->push_back(block);
     blocks.push_back(block);
   }
-  if (stage + 1 < config.num_stages()) downsample = register_module("downsample", SwinPatchMerging(res, dim));
+  if (stage + 1 < config.num_stages()) downsample = register_module("downsample", SwinPatchMerging(res, dim, config.swin_conv_merging));
 }
 
 torch::Tensor SwinStageImpl::forward(torch::Tensor x) {

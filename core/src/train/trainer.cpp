@@ -175,13 +175,14 @@ TrainConfig train_preset(const std::string& name) {
   if (name == "shapes-demo") {
     c.model_json = demo_model_config().to_json();
     c.dataset = "shapes";
-    // The built-in demo model (resources/demo, README): about 20 minutes of XE
+    // The built-in demo model (resources/demo, README): under 20 minutes of XE
     // end to end on a 2-core CPU, whole images per batch so the backbone runs
-    // once for five captions, then about 20 minutes of SCST on cached features.
+    // once for five captions, then about 15 minutes of SCST on cached features.
+    // Shape words come late (docs/training.md): a slow anneal keeps the rate up.
     c.shapes_images = 3000;
     c.vocab_min_count = 1;
     c.validation_images = 60;
-    auto xe = StageConfig{"xe", "xe", false, 12, 1, 1e-3, "linear", 200, 0.8, 2, 14, 1.0, 0.1, 0.0, 0};
+    auto xe = StageConfig{"xe", "xe", false, 12, 1, 1e-3, "linear", 200, 0.8, 3, 19, 1.0, 0.1, 0.0, 0};
     xe.batch_unit = "image";
     c.stages = {xe, StageConfig{"scst", "scst", true, 16, 1, 1e-4, "fixed", 0, 0.8, 1, 3, 1.0, 0.1, 0.0, 0}};
     return c;
@@ -900,7 +901,7 @@ double median_of(std::vector<double> v) {
 
 TrainBenchResult bench_training(const TrainBenchOptions& o) {
   if (o.batch < 1 || o.steps < 1 || o.warmup < 0) throw std::runtime_error("bench train: --batch and --steps must be >= 1, --warmup >= 0");
-  const ModelConfig mc = o.model_json.empty() ? demo_model_config() : ModelConfig::from_json(o.model_json, "bench train model");
+  const ModelConfig mc = o.model_json.empty() ? calibration_model_config() : ModelConfig::from_json(o.model_json, "bench train model");
   std::string json_path = o.data_dir + "/dataset_coco.json";
   if (!fs::exists(json_path)) {
     ShapesOptions so;
