@@ -64,6 +64,17 @@ Field bool_field(const char* name, bool ModelConfig::*member) {
           [member, name](const ModelConfig& c, json& out) { out[name] = c.*member; }};
 }
 
+// A flag of ours that the reference lacks: optional (absent = false) and written
+// only when true, so the reference's configurations read and write unchanged.
+Field extension_flag(const char* name, bool ModelConfig::*member) {
+  Field field = bool_field(name, member);
+  field.write = [member, name](const ModelConfig& c, json& out) {
+    if (c.*member) out[name] = true;
+  };
+  field.optional = true;
+  return field;
+}
+
 const std::vector<Field>& fields() {
   static const std::vector<Field> table = {
       int_field("swin_img_size", &ModelConfig::swin_img_size),
@@ -82,11 +93,7 @@ const std::vector<Field>& fields() {
       bool_field("swin_qkv_bias", &ModelConfig::swin_qkv_bias),
       bool_field("swin_ape", &ModelConfig::swin_ape),
       bool_field("swin_patch_norm", &ModelConfig::swin_patch_norm),
-      {"swin_conv_merging", bool_field("swin_conv_merging", &ModelConfig::swin_conv_merging).read,
-       [](const ModelConfig& c, json& out) {
-         if (c.swin_conv_merging) out["swin_conv_merging"] = true;
-       },
-       /*optional=*/true},
+      extension_flag("swin_conv_merging", &ModelConfig::swin_conv_merging),
       int_field("final_swin_dim", &ModelConfig::final_swin_dim),
       int_field("d_model", &ModelConfig::d_model),
       int_field("N_enc", &ModelConfig::N_enc),
@@ -218,7 +225,8 @@ bool ModelConfig::operator==(const ModelConfig& o) const {
          swin_in_chans == o.swin_in_chans && swin_embed_dim == o.swin_embed_dim && swin_depths == o.swin_depths &&
          swin_num_heads == o.swin_num_heads && swin_window_size == o.swin_window_size &&
          swin_mlp_ratio == o.swin_mlp_ratio && swin_qkv_bias == o.swin_qkv_bias && swin_ape == o.swin_ape &&
-         swin_patch_norm == o.swin_patch_norm && swin_conv_merging == o.swin_conv_merging && final_swin_dim == o.final_swin_dim && d_model == o.d_model &&
+         swin_patch_norm == o.swin_patch_norm && swin_conv_merging == o.swin_conv_merging &&
+         final_swin_dim == o.final_swin_dim && d_model == o.d_model &&
          N_enc == o.N_enc && N_dec == o.N_dec && ff == o.ff && num_heads == o.num_heads &&
          num_exp_enc_list == o.num_exp_enc_list && num_exp_dec == o.num_exp_dec && max_seq_len == o.max_seq_len;
 }

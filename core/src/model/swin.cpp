@@ -228,7 +228,8 @@ SwinStageImpl::SwinStageImpl(const ModelConfig& config, int64_t stage) {
     list->push_back(block);
     blocks.push_back(block);
   }
-  if (stage + 1 < config.num_stages()) downsample = register_module("downsample", SwinPatchMerging(res, dim, config.swin_conv_merging));
+  if (stage + 1 < config.num_stages())
+    downsample = register_module("downsample", SwinPatchMerging(res, dim, config.swin_conv_merging));
 }
 
 torch::Tensor SwinStageImpl::forward(torch::Tensor x) {
