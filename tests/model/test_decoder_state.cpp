@@ -6,6 +6,7 @@
 #include <ATen/Parallel.h>
 
 #include <atomic>
+#include <limits>
 #include <stdexcept>
 #include <thread>
 #include <vector>
@@ -13,6 +14,7 @@
 #include "expnet/decoder_state.h"
 #include "expnet/model.h"
 #include "model/few_rows_linear.h"
+#include "model/step_kernels.h"
 #include "model/step_threads.h"
 #include "reference_tiny.h"
 #include "support/fixtures.h"
@@ -201,6 +203,40 @@ class TestDecoderState : public QObject {
     QVERIFY(!expnet::few_rows_linear_applies(many, w));
     QVERIFY(torch::equal(expnet::few_rows_linear(many, w, {}), torch::linear(many, w)));
     QVERIFY(!expnet::few_rows_linear_applies(many.narrow(0, 0, 2).to(torch::kDouble), w.to(torch::kDouble)));
+  }
+
+  // The decoding step's own log_softmax (core/src/model/step_kernels.h, with
+  // our vectorised exponential) against LibTorch's: vocabulary-sized rows,
+  // lengths that leave vector tails, large logits, banned entries (-1e9) and
+  // -inf, on one and on several threads.
+  void logSoftmaxRowsEqualsTorch() {
+    torch::NoGradGuard no_grad;
+    torch::manual_seed(11);
+    const int before = at::get_num_threads();
+    for (const int threads : {1, 2})
+      for (const int64_t rows : {1, 5, 40})
+        for (const int64_t n : {1, 7, 50, 10000, 10003}) {
+          at::set_num_threads(threads);
+          auto x = torch::randn({rows, n}) * 8;
+          if (n > 7) {
+            x[0][3] = -1e9;
+            x[rows - 1][n - 1] = -std::numeric_limits<float>::infinity();
+            x[rows - 1][0] = 80.f;
+          }
+          const auto ours = expnet::log_softmax_rows_cpu(x);
+          const auto expected = torch::log_softmax(x, -1);
+          const auto finite = expected.isfinite();
+          QVERIFY(torch::equal(ours.isfinite(), finite));
+          const auto relative = ((ours - expected).abs() / expected.abs().clamp_min(1.0)).masked_select(finite);
+          const double worst = relative.max().item<double>();
+          QVERIFY2(worst < 2e-6, qPrintable(QString("%1 threads, %2 rows of %3: differs by %4 (relative)")
+                                                .arg(threads).arg(rows).arg(n).arg(worst)));
+        }
+    at::set_num_threads(before);
+    QVERIFY(!expnet::log_softmax_rows_cpu_applies(torch::randn({2, 3, 4})));
+    QVERIFY(!expnet::log_softmax_rows_cpu_applies(torch::randn({2, 3}, torch::kDouble)));
+    QVERIFY(!expnet::log_softmax_rows_cpu_applies(torch::randn({3, 2}).t()));
+    QVERIFY_THROWS_EXCEPTION(std::invalid_argument, expnet::log_softmax_rows_cpu(torch::randn({2, 3}, torch::kDouble)));
   }
 
   // The decoding threads (core/src/model/step_threads.h): every index exactly

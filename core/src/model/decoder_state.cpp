@@ -40,7 +40,14 @@ DecoderState::DecoderState(ExpansionNet model, const torch::Tensor& enc_out, boo
   }
 }
 
-torch::Tensor DecoderState::step(const torch::Tensor& tokens) { return model_->log_probs(step_hidden(tokens)); }
+torch::Tensor DecoderState::step(const torch::Tensor& tokens) {
+  auto hidden = step_hidden(tokens);
+  if (!cpu_kernels_) return model_->log_probs(hidden);
+  c10::InferenceMode inference;
+  const auto logits = model_->vocab_linear(hidden);
+  // The same values as log_probs(), computed in the decoding threads.
+  return log_softmax_rows_cpu_applies(logits) ? log_softmax_rows_cpu(logits) : torch::log_softmax(logits, -1);
+}
 
 torch::Tensor DecoderState::step_hidden(const torch::Tensor& tokens) {
   if (tokens.dim() != 1 || tokens.size(0) != rows())

@@ -10,6 +10,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <limits>
 #include <stdexcept>
 #include <vector>
 
@@ -34,6 +35,65 @@ float dot(const float* a, const float* b, int64_t n) {
 
 void add_scaled(float* out, float c, const float* v, int64_t n) {
   for (int64_t i = 0; i < n; ++i) out[i] += c * v[i];
+}
+
+// exp(x) that vectorises: Cephes' expf (2^n by rounding x / ln 2, the rest by a
+// degree-6 polynomial, ln 2 split in two so the reduction stays exact), within
+// 2 ulp of std::exp. LibTorch's vectorised exponentials would each start an
+// OpenMP region, which inside a decoding step costs more than the arithmetic
+// (docs/decoding.md). Clamped to [-87.3, 88]: exp(-87.3) ~ 1e-38 stands in for
+// smaller values, which only ever meet sums of at least 1 here.
+inline float exp_vectorisable(float x) {
+  x = std::min(std::max(x, -87.33654f), 88.0f);
+  constexpr float kRound = 12582912.0f;  // 1.5 * 2^23: adding it rounds to an integer
+  const float n = (x * 1.44269504088896341f + kRound) - kRound;
+  float r = x - n * 0.693359375f;
+  r -= n * -2.12194440e-4f;
+  float p = 1.9875691500e-4f;
+  p = p * r + 1.3981999507e-3f;
+  p = p * r + 8.3334519073e-3f;
+  p = p * r + 4.1665795894e-2f;
+  p = p * r + 1.6666665459e-1f;
+  p = p * r + 5.0000001201e-1f;
+  p = p * r * r + r + 1.0f;
+  const int32_t bits = (static_cast<int32_t>(n) + 127) << 23;
+  float two_to_n;
+  std::memcpy(&two_to_n, &bits, sizeof two_to_n);
+  return p * two_to_n;
+}
+
+inline float max_of(const float* x, int64_t n) {
+  float m = -std::numeric_limits<float>::infinity();
+#pragma omp simd reduction(max : m)
+  for (int64_t i = 0; i < n; ++i) m = std::max(m, x[i]);
+  return m;
+}
+
+// x[i] = exp(x[i] - shift); returns their sum.
+inline float exp_shifted_in_place(float* x, float shift, int64_t n) {
+  float sum = 0.f;
+#pragma omp simd reduction(+ : sum)
+  for (int64_t i = 0; i < n; ++i) {
+    x[i] = exp_vectorisable(x[i] - shift);
+    sum += x[i];
+  }
+  return sum;
+}
+
+// Softmax of one row in place, as LibTorch computes it (shift by the max, scale by 1 / sum).
+inline void softmax_in_place(float* x, int64_t n) {
+  const float scale = 1.f / exp_shifted_in_place(x, max_of(x, n), n);
+  for (int64_t i = 0; i < n; ++i) x[i] *= scale;
+}
+
+// out = (x - max) - log(sum exp(x - max)), LibTorch's order of operations.
+EXPNET_VECTOR_CLONES void log_softmax_row(const float* x, float* out, int64_t n) {
+  const float m = max_of(x, n);
+  float sum = 0.f;
+#pragma omp simd reduction(+ : sum)
+  for (int64_t i = 0; i < n; ++i) sum += exp_vectorisable(x[i] - m);
+  const float log_sum = std::log(sum);
+  for (int64_t i = 0; i < n; ++i) out[i] = (x[i] - m) - log_sum;
 }
 
 // w / (sum w + eps) with w = relu(sign * z), the expansion's normalisation.
@@ -147,17 +207,16 @@ EXPNET_VECTOR_CLONES void step_row(const Shapes& s, int64_t r, const float* part
 }
 
 // One query row and head: scores over the N keys, as updates by the rows of
-// the transposed keys (vectorised, no horizontal sums).
-EXPNET_VECTOR_CLONES void score(const float* q, const float* keys_t, int64_t N, int64_t dk, float scale,
-                                float* scores) {
-  std::fill(scores, scores + N, 0.f);
-  for (int64_t i = 0; i < dk; ++i) add_scaled(scores, q[i] * scale, keys_t + i * N, N);
-}
-
-// out = sum_j p[j] V[j] for one query row and head.
-EXPNET_VECTOR_CLONES void mix(const float* p, const float* values, int64_t N, int64_t dk, float* out) {
+// the transposed keys (vectorised, no horizontal sums), their softmax, and the
+// weighted sum of the values, sum_j p[j] V[j]. `probs` (N floats) receives the
+// attention weights.
+EXPNET_VECTOR_CLONES void attend(const float* q, const float* keys_t, const float* values, int64_t N, int64_t dk,
+                                 float scale, float* probs, float* out) {
+  std::fill(probs, probs + N, 0.f);
+  for (int64_t i = 0; i < dk; ++i) add_scaled(probs, q[i] * scale, keys_t + i * N, N);
+  softmax_in_place(probs, N);
   std::fill(out, out + dk, 0.f);
-  for (int64_t j = 0; j < N; ++j) add_scaled(out, p[j], values + j * dk, dk);
+  for (int64_t j = 0; j < N; ++j) add_scaled(out, probs[j], values + j * dk, dk);
 }
 
 bool cpu_float_contiguous(const at::Tensor& x) {
@@ -184,19 +243,13 @@ at::Tensor cross_attention_cpu(const at::Tensor& q, const at::Tensor& keys_t, co
   auto out = at::empty({rows, H * dk}, q.options());
   const float *q_data = q.data_ptr<float>(), *k_data = keys_t.data_ptr<float>(), *v_data = values.data_ptr<float>();
   float* out_data = out.data_ptr<float>();
-  // Scores, softmax (LibTorch's, vectorised exponentials), weighted values.
-  auto scores = at::empty({rows, H, N}, q.options());
-  float* score_data = scores.data_ptr<float>();
+  // One region for the whole attention: scores, softmax and weighted values per (row, head).
   const auto head_of = [&](int64_t task) { return (row_image[static_cast<size_t>(task / H)] * H + task % H) * N * dk; };
   parallel_step(rows * H, 1, [&](int64_t first, int64_t last) {
+    std::vector<float> probs(static_cast<size_t>(N));
     for (int64_t task = first; task < last; ++task)
-      score(q_data + task * dk, k_data + head_of(task), N, dk, static_cast<float>(scale), score_data + task * N);
-  });
-  const auto probs = at::softmax(scores, -1);
-  const float* prob_data = probs.data_ptr<float>();
-  parallel_step(rows * H, 1, [&](int64_t first, int64_t last) {
-    for (int64_t task = first; task < last; ++task)
-      mix(prob_data + task * N, v_data + head_of(task), N, dk, out_data + task * dk);
+      attend(q_data + task * dk, k_data + head_of(task), v_data + head_of(task), N, dk, static_cast<float>(scale),
+             probs.data(), out_data + task * dk);
   });
   return out;
 }
@@ -228,6 +281,21 @@ at::Tensor expansion_step_cpu(const at::Tensor& parts, const at::Tensor& slot_qu
     for (int64_t r = first; r < last; ++r)
       step_row(s, r, part + r * 5 * d, selector_data + r * d, query_data, bias_data, pointers,
                lineage + r * lineage_stride, tmp, out_data + r * d);
+  });
+  return out;
+}
+
+bool log_softmax_rows_cpu_applies(const at::Tensor& logits) { return cpu_float_contiguous(logits) && logits.dim() == 2; }
+
+at::Tensor log_softmax_rows_cpu(const at::Tensor& logits) {
+  if (!log_softmax_rows_cpu_applies(logits))
+    throw std::invalid_argument("log_softmax_rows_cpu: needs a contiguous CPU float32 matrix (rows x vocabulary)");
+  const int64_t rows = logits.size(0), n = logits.size(1);
+  auto out = at::empty({rows, n}, logits.options());
+  const float* in = logits.data_ptr<float>();
+  float* out_data = out.data_ptr<float>();
+  parallel_step(rows, 1, [&](int64_t first, int64_t last) {
+    for (int64_t r = first; r < last; ++r) log_softmax_row(in + r * n, out_data + r * n, n);
   });
   return out;
 }

@@ -4,7 +4,8 @@
 // compute the same values with some twenty small LibTorch operations (or
 // batched matmuls of one row) per layer; at a step of several images their
 // dispatch and temporaries cost more than the arithmetic and do not spread
-// over threads. Here the tasks are split over LibTorch's threads.
+// over threads. Here the tasks are split over the decoding threads
+// (step_threads.h), and the exponentials are our own (vectorised, no OpenMP).
 #pragma once
 
 #include <ATen/core/Tensor.h>
@@ -36,5 +37,11 @@ at::Tensor expansion_step_cpu(const at::Tensor& parts, const at::Tensor& slot_qu
 bool cross_attention_cpu_applies(const at::Tensor& q, const at::Tensor& keys_t, const at::Tensor& values);
 at::Tensor cross_attention_cpu(const at::Tensor& q, const at::Tensor& keys_t, const at::Tensor& values,
                                const std::vector<int64_t>& row_image, double scale);
+
+// log_softmax over the last dimension of a contiguous CPU float32 matrix
+// (rows x vocabulary), rows split over the decoding threads: the decoding
+// step's output, without the OpenMP region LibTorch's would start.
+bool log_softmax_rows_cpu_applies(const at::Tensor& logits);
+at::Tensor log_softmax_rows_cpu(const at::Tensor& logits);
 
 }  // namespace expnet
