@@ -29,10 +29,10 @@ printf 'this is not an image\n' > "$SETTINGS/not-an-image.jpg"
   --open "$SHAPES/shapes_000003.png" --open "$SETTINGS/foreign/foreign_001.png"
 echo "wrote $OUT/caption.png"
 
-# Attention page: the cross-attention of word 4 of a scene's greedy caption (with the
-# current demo model, the shape word of "a small red circle ...").
+# Attention page: the cross-attention of word 3 of a scene's greedy caption (with the
+# current demo model, the shape word of "a red circle to the right of a red circle").
 "$STUDIO" --screenshot "$OUT/attention.png" --page attention --model demo \
-  --open "$SHAPES/shapes_000001.png" --beam 1 --word 4
+  --open "$SHAPES/shapes_000001.png" --beam 1 --word 3
 echo "wrote $OUT/attention.png"
 
 # --- Training page: its screenshot command goes here (Training page helper). ---

@@ -6,6 +6,8 @@
 
 #include <opencv2/imgcodecs.hpp>
 
+#include <algorithm>
+#include <map>
 #include <regex>
 #include <set>
 
@@ -109,9 +111,15 @@ class TestShapesDataset : public QObject {
       shape_words.insert(s + "s");
     }
     std::set<int> structures;
-    int checked_relations = 0;
+    int checked_relations = 0, medium_only_captions = 0;
+    const std::set<std::string> size_words = {"small", "little", "large", "big", "smaller", "larger", "bigger"};
+    std::map<std::string, std::pair<int, int>> radii;  // size -> smallest, largest radius seen
     for (int64_t i = 0; i < 600; ++i) {
       const ShapesScene scene = make_shapes_scene(3, i);
+      for (const auto& s : scene.shapes) {
+        auto [it, fresh] = radii.try_emplace(s.size, s.radius, s.radius);
+        it->second = {std::min(it->second.first, s.radius), std::max(it->second.second, s.radius)};
+      }
       QCOMPARE(scene.captions.size(), size_t(kShapesCaptionsPerImage));
       QVERIFY(!scene.shapes.empty() && scene.shapes.size() <= 3);
       std::set<std::string> cleaned;
@@ -145,6 +153,12 @@ class TestShapesDataset : public QObject {
           if (has("right")) QVERIFY2(s.x > kShapesImageSize * 64 / 100, caption.c_str());
           if (has("small") || has("little")) QCOMPARE(s.size, std::string("small"));
           if (has("large") || has("big")) QCOMPARE(s.size, std::string("large"));
+        }
+        // A medium shape's size is never named: scenes of medium shapes only have no size word.
+        if (std::all_of(scene.shapes.begin(), scene.shapes.end(), [](const ShapeItem& s) { return s.size == "medium"; })) {
+          ++medium_only_captions;
+          for (const auto& word : words_of(caption))
+            QVERIFY2(!size_words.count(word), (caption + ": size word for medium shapes").c_str());
         }
         // "X <relation> Y" between two shapes the words identify: the geometry agrees.
         static const std::string np = "(?:a|an|the) (?:(?:small|little|large|big) )?(red|green|blue|yellow|orange|purple) (circle|square|triangle|star|diamond)";
@@ -187,6 +201,10 @@ class TestShapesDataset : public QObject {
       }
     }
     QVERIFY2(checked_relations > 300, qPrintable(QString::number(checked_relations)));
+    QVERIFY2(medium_only_captions > 20, qPrintable(QString::number(medium_only_captions)));
+    // Radii in three groups that leave no gap: small 9-12, medium 13-16, large 17-24.
+    const std::map<std::string, std::pair<int, int>> expected = {{"small", {9, 12}}, {"medium", {13, 16}}, {"large", {17, 24}}};
+    QVERIFY(radii == expected);
     QVERIFY2(structures.size() >= 20, qPrintable(QString::number(structures.size())));
     QCOMPARE(static_cast<int>(structures.size()), shapes_structure_count());
   }

@@ -44,10 +44,11 @@ class TestDemoModel : public QObject {
         {QStringLiteral(EXPNET_SOURCE_DIR "/tests/demo/check_demo_model.py"), expnet_test::cliPath(), work,
          // The targets for CIDEr-D (1.8) and named words (80%), and a regression
          // ceiling for captions naming a shape not there: the shipped model measured
-         // CIDEr-D 2.996, 93.7% named and 4 of 40 (the target, none, is not met
-         // yet); the script prints the targets and whether they hold.
+         // CIDEr-D 3.006, 93.7% named and 2 of 40 (the target, none, is not met
+         // yet; one more allowed for a beam that another CPU's kernels may tip); the
+         // script prints the targets and whether they hold.
          QStringLiteral("--min-cider"), QStringLiteral("1.8"), QStringLiteral("--min-named"), QStringLiteral("0.8"),
-         QStringLiteral("--max-hallucinated"), QStringLiteral("6")},
+         QStringLiteral("--max-hallucinated"), QStringLiteral("3")},
         600000);
     qInfo().noquote() << result.out << result.err;
     QVERIFY(result.finished);

@@ -21,7 +21,7 @@ inline constexpr int kShapesCaptionsPerImage = 5;
 struct ShapeItem {
   std::string shape;  // circle, square, triangle, star, diamond
   std::string color;  // red, green, blue, yellow, orange, purple
-  std::string size;   // small, large
+  std::string size;   // small, medium (no size word in captions), large
   int x = 0, y = 0;   // centre, pixels
   int radius = 0;     // half the extent, pixels
 };
