@@ -69,30 +69,28 @@ inline float max_of(const float* x, int64_t n) {
   return m;
 }
 
-// x[i] = exp(x[i] - shift); returns their sum.
-inline float exp_shifted_in_place(float* x, float shift, int64_t n) {
+// out[i] = exp(x[i] - shift) (out may be x); returns their sum.
+inline float exp_shifted(const float* x, float shift, float* out, int64_t n) {
   float sum = 0.f;
 #pragma omp simd reduction(+ : sum)
   for (int64_t i = 0; i < n; ++i) {
-    x[i] = exp_vectorisable(x[i] - shift);
-    sum += x[i];
+    out[i] = exp_vectorisable(x[i] - shift);
+    sum += out[i];
   }
   return sum;
 }
 
 // Softmax of one row in place, as LibTorch computes it (shift by the max, scale by 1 / sum).
 inline void softmax_in_place(float* x, int64_t n) {
-  const float scale = 1.f / exp_shifted_in_place(x, max_of(x, n), n);
+  const float scale = 1.f / exp_shifted(x, max_of(x, n), x, n);
   for (int64_t i = 0; i < n; ++i) x[i] *= scale;
 }
 
-// out = (x - max) - log(sum exp(x - max)), LibTorch's order of operations.
+// out = (x - max) - log(sum exp(x - max)), LibTorch's order of operations
+// (out holds the exponentials until the log of their sum is known).
 EXPNET_VECTOR_CLONES void log_softmax_row(const float* x, float* out, int64_t n) {
   const float m = max_of(x, n);
-  float sum = 0.f;
-#pragma omp simd reduction(+ : sum)
-  for (int64_t i = 0; i < n; ++i) sum += exp_vectorisable(x[i] - m);
-  const float log_sum = std::log(sum);
+  const float log_sum = std::log(exp_shifted(x, m, out, n));
   for (int64_t i = 0; i < n; ++i) out[i] = (x[i] - m) - log_sum;
 }
 
