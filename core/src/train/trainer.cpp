@@ -175,14 +175,16 @@ TrainConfig train_preset(const std::string& name) {
   if (name == "shapes-demo") {
     c.model_json = demo_model_config().to_json();
     c.dataset = "shapes";
-    // The built-in demo model (resources/demo, README): under 20 minutes of XE
+    // The built-in demo model (resources/demo, README): about 17 minutes of XE
     // end to end on a 2-core CPU, whole images per batch so the backbone runs
-    // once for five captions, then about 15 minutes of SCST on cached features.
-    // Shape words come late (docs/training.md): a slow anneal keeps the rate up.
+    // once for five captions, then about 6 minutes of SCST on cached features.
+    // Shape words come late and stay fragile on foreign scenes until the
+    // backbone has seen about 65k images (docs/training.md): 27 epochs, with a
+    // slow anneal (x0.8 every 4) that keeps the rate up for them.
     c.shapes_images = 3000;
     c.vocab_min_count = 1;
     c.validation_images = 60;
-    auto xe = StageConfig{"xe", "xe", false, 12, 1, 1e-3, "linear", 200, 0.8, 3, 19, 1.0, 0.1, 0.0, 0};
+    auto xe = StageConfig{"xe", "xe", false, 12, 1, 1e-3, "linear", 200, 0.8, 4, 27, 1.0, 0.1, 0.0, 0};
     xe.batch_unit = "image";
     c.stages = {xe, StageConfig{"scst", "scst", true, 16, 1, 1e-4, "fixed", 0, 0.8, 1, 3, 1.0, 0.1, 0.0, 0}};
     return c;
