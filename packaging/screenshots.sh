@@ -30,7 +30,7 @@ printf 'this is not an image\n' > "$SETTINGS/not-an-image.jpg"
 echo "wrote $OUT/caption.png"
 
 # Attention page: the cross-attention of word 3 of a scene's greedy caption (with the
-# current demo model, the shape word of "a red circle to the right of a red circle").
+# current demo model, the shape word of "a red circle on the left of a red circle").
 "$STUDIO" --screenshot "$OUT/attention.png" --page attention --model demo \
   --open "$SHAPES/shapes_000001.png" --beam 1 --word 3
 echo "wrote $OUT/attention.png"

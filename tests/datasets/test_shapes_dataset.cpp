@@ -117,7 +117,7 @@ class TestShapesDataset : public QObject {
     for (int64_t i = 0; i < 600; ++i) {
       const ShapesScene scene = make_shapes_scene(3, i);
       for (const auto& s : scene.shapes) {
-        auto [it, fresh] = radii.try_emplace(s.size, s.radius, s.radius);
+        const auto it = radii.try_emplace(s.size, s.radius, s.radius).first;
         it->second = {std::min(it->second.first, s.radius), std::max(it->second.second, s.radius)};
       }
       QCOMPARE(scene.captions.size(), size_t(kShapesCaptionsPerImage));

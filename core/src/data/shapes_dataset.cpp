@@ -82,7 +82,8 @@ class CaptionWriter {
     return (std::strchr("aeiou", c) ? "an " : "a ") + phrase;
   }
   // "small red circle" (size word sometimes, colour always; never for a
-  // medium shape, whose size no word states).
+  // medium shape, whose size no word states). The chance is rolled for every
+  // size, so a scene's random sequence does not depend on its sizes.
   std::string bare(const ShapeItem& s, int size_percent = 45) {
     std::string phrase = s.color + " " + s.shape;
     if (rng_.chance(size_percent) && s.size != "medium") phrase = size_word(s) + " " + phrase;

@@ -43,9 +43,11 @@ DecoderState::DecoderState(ExpansionNet model, const torch::Tensor& enc_out, boo
 torch::Tensor DecoderState::step(const torch::Tensor& tokens) {
   auto hidden = step_hidden(tokens);
   if (!cpu_kernels_) return model_->log_probs(hidden);
+  // log_probs()'s values, log_softmax(vocab_linear(hidden)), with the softmax in the
+  // decoding threads; under log_probs()'s profiler label so profiles read the same.
+  RECORD_USER_SCOPE("expnet::vocab_projection");
   c10::InferenceMode inference;
   const auto logits = model_->vocab_linear(hidden);
-  // The same values as log_probs(), computed in the decoding threads.
   return log_softmax_rows_cpu_applies(logits) ? log_softmax_rows_cpu(logits) : torch::log_softmax(logits, -1);
 }
 
