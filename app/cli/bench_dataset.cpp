@@ -14,11 +14,11 @@
 
 #include "command.h"
 
-#include "expnet/atomic_file.h"
-#include "expnet/data_loader.h"
-#include "expnet/dataset.h"
-#include "expnet/dataset_index.h"
-#include "expnet/image.h"
+#include "expnet/system/atomic_file.h"
+#include "expnet/data/data_loader.h"
+#include "expnet/data/dataset.h"
+#include "expnet/data/dataset_index.h"
+#include "expnet/image/image_decode.h"
 
 namespace fs = std::filesystem;
 

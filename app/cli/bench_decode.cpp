@@ -16,9 +16,12 @@
 
 #include "command.h"
 #include "decode_options_cli.h"
-#include "expnet/captioner.h"
-#include "expnet/model.h"
-#include "expnet/vocabulary_file.h"
+#include "expnet/decode/captioner.h"
+#include "expnet/model/layers.h"
+#include "expnet/model/swin.h"
+#include "expnet/model/expansion_net.h"
+#include "expnet/model/state_entries.h"
+#include "expnet/checkpoint/vocabulary_file.h"
 #include "op_profile.h"
 
 namespace expnet::cli {

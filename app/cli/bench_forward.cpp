@@ -12,8 +12,8 @@
 #include <iostream>
 
 #include "command.h"
-#include "expnet/decoder_state.h"
-#include "expnet/model.h"
+#include "expnet/decode/decoder_state.h"
+#include "expnet/model/expansion_net.h"
 
 namespace expnet::cli {
 namespace {

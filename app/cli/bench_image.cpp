@@ -16,8 +16,9 @@
 #include <vector>
 
 #include "command.h"
-#include "expnet/image.h"
-#include "expnet/preprocess.h"
+#include "expnet/image/image_decode.h"
+#include "expnet/image/pil_resize.h"
+#include "expnet/image/preprocess.h"
 
 namespace expnet::cli {
 namespace {

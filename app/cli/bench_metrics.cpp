@@ -12,8 +12,9 @@
 #include <memory>
 
 #include "command.h"
-#include "expnet/caption_text.h"
-#include "expnet/metrics.h"
+#include "expnet/text/caption_text.h"
+#include "expnet/metrics/scorers.h"
+#include "expnet/metrics/cider_reward.h"
 
 namespace expnet::cli {
 namespace {

@@ -9,9 +9,9 @@
 #include <iostream>
 
 #include "command.h"
-#include "expnet/model_config.h"
-#include "expnet/paths.h"
-#include "expnet/trainer.h"
+#include "expnet/model/model_config.h"
+#include "expnet/system/paths.h"
+#include "expnet/train/trainer.h"
 
 namespace expnet::cli {
 namespace {

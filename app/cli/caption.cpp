@@ -7,8 +7,8 @@
 
 #include "command.h"
 #include "decode_options_cli.h"
-#include "expnet/captioner.h"
-#include "expnet/image_inputs.h"
+#include "expnet/decode/captioner.h"
+#include "expnet/image/image_inputs.h"
 
 namespace expnet::cli {
 namespace {

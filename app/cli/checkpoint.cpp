@@ -8,10 +8,12 @@
 #include <set>
 
 #include "command.h"
-#include "expnet/checkpoint.h"
-#include "expnet/model.h"
-#include "expnet/model_config.h"
-#include "expnet/vocabulary_file.h"
+#include "expnet/checkpoint/pth_file.h"
+#include "expnet/checkpoint/state_dict.h"
+#include "expnet/checkpoint/pth_writer.h"
+#include "expnet/model/expansion_net.h"
+#include "expnet/model/model_config.h"
+#include "expnet/checkpoint/vocabulary_file.h"
 
 namespace expnet::cli {
 namespace {

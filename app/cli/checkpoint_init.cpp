@@ -6,11 +6,12 @@
 #include <iostream>
 
 #include "command.h"
-#include "expnet/captioner.h"
-#include "expnet/checkpoint.h"
-#include "expnet/model.h"
-#include "expnet/model_config.h"
-#include "expnet/vocabulary_file.h"
+#include "expnet/decode/captioner.h"
+#include "expnet/checkpoint/state_dict.h"
+#include "expnet/checkpoint/pth_writer.h"
+#include "expnet/model/state_entries.h"
+#include "expnet/model/model_config.h"
+#include "expnet/checkpoint/vocabulary_file.h"
 
 namespace expnet::cli {
 namespace {

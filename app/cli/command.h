@@ -10,7 +10,7 @@
 #include <memory>
 #include <string>
 
-#include "expnet/system.h"
+#include "expnet/system/system.h"
 
 namespace expnet::cli {
 
@@ -28,7 +28,7 @@ void install_commands(CLI::App& root);
 CLI::App* command_group(CLI::App& root, const std::string& name, const std::string& description);
 
 // --threads and --device, which every subcommand takes. Call apply_runtime()
-// (expnet/system.h) with the result at the start of the command's callback.
+// (expnet/system/system.h) with the result at the start of the command's callback.
 std::shared_ptr<RuntimeOptions> add_runtime_options(CLI::App* command);
 
 // Exit status of the process once the command returns (partial failures, e.g.

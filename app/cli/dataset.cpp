@@ -7,8 +7,8 @@
 #include <mutex>
 
 #include "command.h"
-#include "expnet/dataset.h"
-#include "expnet/shapes_dataset.h"
+#include "expnet/data/dataset.h"
+#include "expnet/data/shapes_dataset.h"
 
 namespace expnet::cli {
 namespace {

@@ -5,8 +5,8 @@
 #include <iostream>
 
 #include "command.h"
-#include "expnet/dataset.h"
-#include "expnet/dataset_index.h"
+#include "expnet/data/dataset.h"
+#include "expnet/data/dataset_index.h"
 
 namespace expnet::cli {
 namespace {

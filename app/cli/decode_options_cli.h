@@ -7,9 +7,9 @@
 #include <memory>
 #include <string>
 
-#include "expnet/captioner.h"
-#include "expnet/decoding.h"
-#include "expnet/system.h"
+#include "expnet/decode/captioner.h"
+#include "expnet/decode/decoding.h"
+#include "expnet/system/system.h"
 
 namespace expnet::cli {
 

@@ -4,7 +4,7 @@
 #include <iostream>
 
 #include "command.h"
-#include "expnet/paths.h"
+#include "expnet/system/paths.h"
 
 namespace expnet::cli {
 namespace {

@@ -11,11 +11,14 @@
 
 #include "command.h"
 #include "decode_options_cli.h"
-#include "expnet/atomic_file.h"
-#include "expnet/captioner.h"
-#include "expnet/image.h"
-#include "expnet/model.h"
-#include "expnet/trace.h"
+#include "expnet/system/atomic_file.h"
+#include "expnet/decode/captioner.h"
+#include "expnet/image/image_decode.h"
+#include "expnet/model/layers.h"
+#include "expnet/model/swin.h"
+#include "expnet/model/expansion_net.h"
+#include "expnet/model/state_entries.h"
+#include "expnet/trace/trace.h"
 
 namespace expnet::cli {
 namespace {

@@ -1,5 +1,5 @@
 // expnet features extract | info: the backbone feature cache on disk
-// (expnet/feature_cache.h, docs/datasets.md "Feature cache"), and
+// (expnet/data/feature_cache.h, docs/datasets.md "Feature cache"), and
 // expnet bench frozen-epoch: a frozen-backbone XE epoch with the cache vs
 // with the backbone run on every batch.
 #include <nlohmann/json.hpp>
@@ -17,18 +17,21 @@
 #include <sstream>
 
 #include "command.h"
-#include "expnet/checkpoint.h"
-#include "expnet/data_loader.h"
-#include "expnet/dataset.h"
-#include "expnet/feature_cache.h"
-#include "expnet/image.h"
-#include "expnet/model.h"
-#include "expnet/model_config.h"
-#include "expnet/preprocess.h"
-#include "expnet/shapes_dataset.h"
-#include "expnet/trainer.h"
-#include "expnet/training.h"
-#include "expnet/vocabulary.h"
+#include "expnet/checkpoint/pth_file.h"
+#include "expnet/checkpoint/state_dict.h"
+#include "expnet/checkpoint/pth_writer.h"
+#include "expnet/data/data_loader.h"
+#include "expnet/data/dataset.h"
+#include "expnet/data/feature_cache.h"
+#include "expnet/image/image_decode.h"
+#include "expnet/model/swin.h"
+#include "expnet/model/expansion_net.h"
+#include "expnet/model/model_config.h"
+#include "expnet/image/preprocess.h"
+#include "expnet/data/shapes_dataset.h"
+#include "expnet/train/trainer.h"
+#include "expnet/train/training.h"
+#include "expnet/text/vocabulary.h"
 
 namespace fs = std::filesystem;
 
@@ -323,7 +326,7 @@ void run_bench(const RuntimeOptions& runtime, const BenchArgs& a) {
   }
   FeatureCacheReader cache(cache_path);
 
-  // The trainer's frozen XE step (expnet/trainer.h): captioner trains, backbone frozen in eval mode.
+  // The trainer's frozen XE step (expnet/train/trainer.h): captioner trains, backbone frozen in eval mode.
   std::vector<torch::Tensor> params;
   for (const auto& item : model->named_parameters()) {
     const bool backbone = item.key().rfind("swin_transf.", 0) == 0;

@@ -10,8 +10,8 @@
 #include <vector>
 
 #include "command.h"
-#include "expnet/image.h"
-#include "expnet/image_inputs.h"
+#include "expnet/image/image_decode.h"
+#include "expnet/image/image_inputs.h"
 
 namespace expnet::cli {
 namespace {

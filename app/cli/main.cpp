@@ -6,7 +6,7 @@
 #include <iostream>
 
 #include "command.h"
-#include "expnet/system.h"
+#include "expnet/system/system.h"
 
 namespace {
 

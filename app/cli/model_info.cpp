@@ -7,7 +7,8 @@
 #include <sstream>
 
 #include "command.h"
-#include "expnet/model.h"
+#include "expnet/model/expansion_net.h"
+#include "expnet/model/state_entries.h"
 
 namespace expnet::cli {
 namespace {

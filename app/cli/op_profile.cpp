@@ -11,7 +11,7 @@
 #include <sstream>
 #include <vector>
 
-#include "expnet/atomic_file.h"
+#include "expnet/system/atomic_file.h"
 
 namespace expnet::cli {
 namespace {

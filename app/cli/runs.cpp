@@ -1,5 +1,5 @@
 // expnet runs list | show RUN [--json] | export RUN --csv: read the training run
-// store (expnet/run_store.h). Read-only; safe while a trainer writes.
+// store (expnet/train/run_store.h). Read-only; safe while a trainer writes.
 #include <nlohmann/json.hpp>
 
 #include <filesystem>
@@ -7,7 +7,7 @@
 #include <iostream>
 
 #include "command.h"
-#include "expnet/run_store.h"
+#include "expnet/train/run_store.h"
 
 namespace expnet::cli {
 namespace {

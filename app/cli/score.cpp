@@ -12,7 +12,7 @@
 #include <sstream>
 
 #include "command.h"
-#include "expnet/metrics.h"
+#include "expnet/metrics/scorers.h"
 
 namespace expnet::cli {
 namespace {

@@ -1,5 +1,5 @@
 // expnet train --config FILE.json | --preset NAME [--out DIR] [--resume]:
-// runs the staged training recipe (expnet/trainer.h, docs/training.md).
+// runs the staged training recipe (expnet/train/trainer.h, docs/training.md).
 #include <nlohmann/json.hpp>
 
 #include <fstream>
@@ -7,9 +7,9 @@
 #include <sstream>
 
 #include "command.h"
-#include "expnet/launch.h"
-#include "expnet/paths.h"
-#include "expnet/trainer.h"
+#include "expnet/train/launch.h"
+#include "expnet/system/paths.h"
+#include "expnet/train/trainer.h"
 
 namespace expnet::cli {
 namespace {

@@ -9,14 +9,14 @@
 #include <cstdio>
 #include <cstdlib>
 
-#include "app/mainwindow.h"
-#include "app/screenshot.h"
-#include "app/studiocontext.h"
-#include "app/studiopage.h"
+#include "shell/mainwindow.h"
+#include "shell/screenshot.h"
+#include "shell/studiocontext.h"
+#include "shell/studiopage.h"
 #include "attention/attentionpage.h"
 #include "caption/captionpage.h"
-#include "expnet/demo_model.h"
-#include "expnet/system.h"
+#include "expnet/model/demo_model.h"
+#include "expnet/system/system.h"
 #include "training/trainingpage.h"
 
 int main(int argc, char** argv) {

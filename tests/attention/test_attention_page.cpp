@@ -21,12 +21,12 @@
 
 #include <memory>
 
-#include "app/studiocontext.h"
+#include "shell/studiocontext.h"
 #include "attention/attentionpage.h"
 #include "attention/expansionplot.h"
-#include "expnet/captioner.h"
-#include "expnet/image.h"
-#include "expnet/trace.h"
+#include "expnet/decode/captioner.h"
+#include "expnet/image/image_decode.h"
+#include "expnet/trace/trace.h"
 #include "support/fixtures.h"
 
 namespace {

@@ -8,7 +8,8 @@
 #include <random>
 
 #include "checkpoint_test_util.h"
-#include "expnet/checkpoint.h"
+#include "expnet/checkpoint/pth_file.h"
+#include "expnet/checkpoint/state_dict.h"
 #include "support/fixtures.h"
 
 using namespace checkpoint_test;

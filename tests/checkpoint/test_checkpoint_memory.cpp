@@ -13,7 +13,8 @@
 #include <string>
 
 #include "checkpoint_test_util.h"
-#include "expnet/checkpoint.h"
+#include "expnet/checkpoint/state_dict.h"
+#include "expnet/checkpoint/pth_writer.h"
 #include "support/fixtures.h"
 
 using namespace checkpoint_test;

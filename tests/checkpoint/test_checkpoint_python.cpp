@@ -11,8 +11,10 @@
 #include <unordered_map>
 
 #include "checkpoint_test_util.h"
-#include "expnet/checkpoint.h"
-#include "expnet/vocabulary_file.h"
+#include "expnet/checkpoint/pth_file.h"
+#include "expnet/checkpoint/state_dict.h"
+#include "expnet/checkpoint/pth_writer.h"
+#include "expnet/checkpoint/vocabulary_file.h"
 #include "support/fixtures.h"
 
 using namespace checkpoint_test;

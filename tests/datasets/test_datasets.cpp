@@ -15,10 +15,10 @@
 #include <set>
 #include <fstream>
 
-#include "expnet/caption_text.h"
-#include "expnet/data_loader.h"
-#include "expnet/dataset.h"
-#include "expnet/dataset_index.h"
+#include "expnet/text/caption_text.h"
+#include "expnet/data/data_loader.h"
+#include "expnet/data/dataset.h"
+#include "expnet/data/dataset_index.h"
 #include "support/fixtures.h"
 
 using namespace expnet;

@@ -10,14 +10,15 @@
 #include <filesystem>
 #include <fstream>
 
-#include "expnet/checkpoint.h"
-#include "expnet/dataset.h"
-#include "expnet/feature_cache.h"
-#include "expnet/image.h"
-#include "expnet/model.h"
-#include "expnet/model_config.h"
-#include "expnet/preprocess.h"
-#include "expnet/shapes_dataset.h"
+#include "expnet/checkpoint/state_dict.h"
+#include "expnet/checkpoint/pth_writer.h"
+#include "expnet/data/dataset.h"
+#include "expnet/data/feature_cache.h"
+#include "expnet/image/image_decode.h"
+#include "expnet/model/expansion_net.h"
+#include "expnet/model/model_config.h"
+#include "expnet/image/preprocess.h"
+#include "expnet/data/shapes_dataset.h"
 #include "support/fixtures.h"
 
 using namespace expnet;

@@ -11,9 +11,9 @@
 #include <regex>
 #include <set>
 
-#include "expnet/caption_text.h"
-#include "expnet/dataset.h"
-#include "expnet/shapes_dataset.h"
+#include "expnet/text/caption_text.h"
+#include "expnet/data/dataset.h"
+#include "expnet/data/shapes_dataset.h"
 #include "support/fixtures.h"
 
 using namespace expnet;

@@ -9,9 +9,13 @@
 
 #include <cmath>
 
-#include "expnet/captioner.h"
-#include "expnet/image.h"
-#include "expnet/model.h"
+#include "expnet/decode/captioner.h"
+#include "expnet/image/image_decode.h"
+#include "expnet/image/pil_resize.h"
+#include "expnet/model/layers.h"
+#include "expnet/model/swin.h"
+#include "expnet/model/expansion_net.h"
+#include "expnet/model/state_entries.h"
 #include "support/fixtures.h"
 
 using namespace expnet;

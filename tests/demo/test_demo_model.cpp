@@ -12,12 +12,12 @@
 #include <opencv2/imgcodecs.hpp>
 #include <opencv2/imgproc.hpp>
 
-#include "app/studiocontext.h"
+#include "shell/studiocontext.h"
 #include "caption/captionmodel.h"
 #include "caption/captionpage.h"
-#include "expnet/captioner.h"
-#include "expnet/demo_model.h"
-#include "expnet/shapes_dataset.h"
+#include "expnet/decode/captioner.h"
+#include "expnet/model/demo_model.h"
+#include "expnet/data/shapes_dataset.h"
 #include "support/fixtures.h"
 
 class TestDemoModel : public QObject {

@@ -6,9 +6,9 @@
 #include <QListWidget>
 #include <QtTest>
 
-#include "app/mainwindow.h"
-#include "app/studiocontext.h"
-#include "app/studiopage.h"
+#include "shell/mainwindow.h"
+#include "shell/studiocontext.h"
+#include "shell/studiopage.h"
 #include "support/fixtures.h"
 
 class TestGuiSmoke : public QObject {

@@ -22,8 +22,9 @@
 #include <string>
 #include <vector>
 
-#include "expnet/image.h"
-#include "expnet/preprocess.h"
+#include "expnet/image/image_decode.h"
+#include "expnet/image/pil_resize.h"
+#include "expnet/image/preprocess.h"
 #include "support/fixtures.h"
 
 namespace {

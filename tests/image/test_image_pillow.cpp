@@ -11,7 +11,8 @@
 
 #include <opencv2/core.hpp>
 
-#include "expnet/image.h"
+#include "expnet/image/image_decode.h"
+#include "expnet/image/pil_resize.h"
 #include "support/fixtures.h"
 
 class TestImagePillow : public QObject {

@@ -6,7 +6,9 @@
 #include <cmath>
 #include <map>
 
-#include "expnet/metrics.h"
+#include "expnet/metrics/eval_tokenizer.h"
+#include "expnet/metrics/scorers.h"
+#include "expnet/metrics/cider_reward.h"
 #include "fixture_json.h"
 #include "support/fixtures.h"
 

@@ -9,7 +9,7 @@
 #include <map>
 #include <string>
 
-#include "expnet/model.h"
+#include "expnet/model/expansion_net.h"
 
 namespace expnet_test {
 

@@ -11,11 +11,11 @@
 #include <thread>
 #include <vector>
 
-#include "expnet/decoder_state.h"
-#include "expnet/model.h"
-#include "model/few_rows_linear.h"
-#include "model/step_kernels.h"
-#include "model/step_threads.h"
+#include "expnet/decode/decoder_state.h"
+#include "expnet/model/expansion_net.h"
+#include "kernels/cpu/few_rows_linear.h"
+#include "kernels/cpu/step_kernels.h"
+#include "kernels/cpu/step_threads.h"
 #include "reference_tiny.h"
 #include "support/fixtures.h"
 
@@ -205,7 +205,7 @@ class TestDecoderState : public QObject {
     QVERIFY(!expnet::few_rows_linear_applies(many.narrow(0, 0, 2).to(torch::kDouble), w.to(torch::kDouble)));
   }
 
-  // The decoding step's own log_softmax (core/src/model/step_kernels.h, with
+  // The decoding step's own log_softmax (core/src/kernels/cpu/step_kernels.h, with
   // our vectorised exponential) against LibTorch's: vocabulary-sized rows,
   // lengths that leave vector tails, large logits, banned entries (-1e9) and
   // -inf, on one and on several threads.
@@ -239,7 +239,7 @@ class TestDecoderState : public QObject {
     QVERIFY_THROWS_EXCEPTION(std::invalid_argument, expnet::log_softmax_rows_cpu(torch::randn({2, 3}, torch::kDouble)));
   }
 
-  // The decoding threads (core/src/model/step_threads.h): every index exactly
+  // The decoding threads (core/src/kernels/cpu/step_threads.h): every index exactly
   // once, parts in whole granules, for several thread counts (each count makes
   // a fresh pool whose first run is posted at once), many runs in a row (a
   // lost wake-up would hang here), errors rethrown on the caller, and two

@@ -3,7 +3,8 @@
 // features, encoder output and decoder log-probs (within 1e-4).
 #include <QtTest>
 
-#include "expnet/model.h"
+#include "expnet/model/layers.h"
+#include "expnet/model/expansion_net.h"
 #include "reference_tiny.h"
 #include "support/fixtures.h"
 

@@ -8,7 +8,9 @@
 #include <fstream>
 #include <nlohmann/json.hpp>
 
-#include "expnet/model.h"
+#include "expnet/model/swin.h"
+#include "expnet/model/expansion_net.h"
+#include "expnet/model/state_entries.h"
 #include "support/fixtures.h"
 
 using expnet::ModelConfig;

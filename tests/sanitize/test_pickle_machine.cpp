@@ -7,8 +7,10 @@
 #include <random>
 #include <string>
 
-#include "expnet/pickle.h"
-#include "expnet/vocabulary_file.h"
+#include "expnet/checkpoint/pickle_value.h"
+#include "expnet/checkpoint/unpickler.h"
+#include "expnet/checkpoint/pickler.h"
+#include "expnet/checkpoint/vocabulary_file.h"
 #include "support/fixtures.h"
 
 using namespace expnet::pickle;

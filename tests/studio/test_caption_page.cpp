@@ -18,10 +18,10 @@
 #include <QUrl>
 #include <QtTest>
 
-#include "app/studiocontext.h"
+#include "shell/studiocontext.h"
 #include "caption/captionmodel.h"
 #include "caption/captionpage.h"
-#include "expnet/captioner.h"
+#include "expnet/decode/captioner.h"
 #include "support/fixtures.h"
 
 namespace {

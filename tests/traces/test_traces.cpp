@@ -13,10 +13,10 @@
 
 #include <functional>
 
-#include "expnet/captioner.h"
-#include "expnet/image.h"
-#include "expnet/model.h"
-#include "expnet/trace.h"
+#include "expnet/decode/captioner.h"
+#include "expnet/image/image_decode.h"
+#include "expnet/model/expansion_net.h"
+#include "expnet/trace/trace.h"
 #include "support/fixtures.h"
 
 namespace {

@@ -13,7 +13,7 @@
 
 #include <fstream>
 
-#include "expnet/checkpoint.h"
+#include "expnet/checkpoint/state_dict.h"
 #include "support/fixtures.h"
 
 namespace {

@@ -3,7 +3,7 @@
 #include <csignal>
 
 #include "dist_test_util.h"
-#include "expnet/launch.h"
+#include "expnet/train/launch.h"
 
 class TestDistributedFailure : public QObject {
   Q_OBJECT

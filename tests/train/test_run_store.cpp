@@ -6,7 +6,7 @@
 #include <fstream>
 #include <thread>
 
-#include "expnet/run_store.h"
+#include "expnet/train/run_store.h"
 #include "support/fixtures.h"
 
 using namespace expnet;

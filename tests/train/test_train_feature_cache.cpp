@@ -15,8 +15,8 @@
 #include <fstream>
 
 #include "run_folder_util.h"
-#include "expnet/checkpoint.h"
-#include "expnet/run_store.h"
+#include "expnet/checkpoint/state_dict.h"
+#include "expnet/train/run_store.h"
 #include "support/fixtures.h"
 
 namespace {

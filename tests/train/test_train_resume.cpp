@@ -11,7 +11,7 @@
 #include <fstream>
 
 #include "run_folder_util.h"
-#include "expnet/checkpoint.h"
+#include "expnet/checkpoint/state_dict.h"
 #include "support/fixtures.h"
 
 namespace {

@@ -12,10 +12,10 @@
 #include <cmath>
 #include <sstream>
 
-#include "expnet/metrics.h"
-#include "expnet/model.h"
-#include "expnet/model_config.h"
-#include "expnet/training.h"
+#include "expnet/metrics/cider_reward.h"
+#include "expnet/model/expansion_net.h"
+#include "expnet/model/model_config.h"
+#include "expnet/train/training.h"
 #include "support/fixtures.h"
 
 using namespace expnet;

@@ -17,8 +17,8 @@
 #include <QTableWidget>
 #include <QtTest>
 
-#include "app/studiocontext.h"
-#include "expnet/run_store.h"
+#include "shell/studiocontext.h"
+#include "expnet/train/run_store.h"
 #include "support/fixtures.h"
 #include "training/trainingcharts.h"
 #include "training/trainingpage.h"

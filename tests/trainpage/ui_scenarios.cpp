@@ -7,7 +7,7 @@
 #include <QTimer>
 #include <QtTest>
 
-#include "app/studiocontext.h"
+#include "shell/studiocontext.h"
 #include "caption/captionmodel.h"
 #include "caption/captionpage.h"
 #include "training/trainingcharts.h"

@@ -1,6 +1,6 @@
 #include <QtTest>
 
-#include "expnet/system.h"
+#include "expnet/system/system.h"
 
 #include <malloc.h>
 

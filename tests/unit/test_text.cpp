@@ -1,7 +1,7 @@
 #include <QtTest>
 
-#include "expnet/caption_text.h"
-#include "expnet/vocabulary.h"
+#include "expnet/text/caption_text.h"
+#include "expnet/text/vocabulary.h"
 #include "support/fixtures.h"
 
 using expnet::clean_caption_text;

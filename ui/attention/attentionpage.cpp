@@ -30,14 +30,14 @@
 #include <algorithm>
 #include <cmath>
 
-#include "app/studiocontext.h"
+#include "shell/studiocontext.h"
 #include "attention/attentionworker.h"
 #include "attention/expansionplot.h"
 #include "attention/imageview.h"
 #include "attention/wordmodel.h"
 #include "caption/captionmodel.h"
-#include "expnet/atomic_file.h"
-#include "expnet/trace.h"
+#include "expnet/system/atomic_file.h"
+#include "expnet/trace/trace.h"
 
 namespace {
 const char* kHint =

@@ -18,7 +18,7 @@
 #include <memory>
 #include <vector>
 
-#include "app/studiopage.h"
+#include "shell/studiopage.h"
 #include "attention/attentiontrace.h"
 
 class QComboBox;

@@ -1,5 +1,5 @@
 // What the Attention page shows, as plain arrays: the worker converts the
-// engine's CaptionTrace (expnet/trace.h, LibTorch tensors) into this once, so
+// engine's CaptionTrace (expnet/trace/trace.h, LibTorch tensors) into this once, so
 // the page and its models never touch LibTorch. Shapes and meanings are those
 // of docs/traces.md.
 #pragma once

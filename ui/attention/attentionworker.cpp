@@ -5,9 +5,9 @@
 
 #include <chrono>
 
-#include "expnet/captioner.h"
-#include "expnet/image.h"
-#include "expnet/trace.h"
+#include "expnet/decode/captioner.h"
+#include "expnet/image/image_decode.h"
+#include "expnet/trace/trace.h"
 
 namespace {
 // Thrown from on_step to leave a search whose result nobody will show.

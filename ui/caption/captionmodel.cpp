@@ -8,7 +8,7 @@
 #include <QPixmap>
 #include <QRegularExpression>
 
-#include "expnet/atomic_file.h"
+#include "expnet/system/atomic_file.h"
 
 namespace {
 QString csvField(QString value) {

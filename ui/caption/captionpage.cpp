@@ -34,12 +34,12 @@
 #include <QUrl>
 #include <QVBoxLayout>
 
-#include "app/studiocontext.h"
+#include "shell/studiocontext.h"
 #include "caption/captionmodel.h"
-#include "expnet/demo_model.h"
-#include "expnet/image_inputs.h"
-#include "expnet/system.h"
-#include "expnet/model_config.h"
+#include "expnet/model/demo_model.h"
+#include "expnet/image/image_inputs.h"
+#include "expnet/system/system.h"
+#include "expnet/model/model_config.h"
 
 namespace {
 const char* kNoModelHint =

@@ -8,7 +8,7 @@
 #include <QTemporaryDir>
 #include <QThread>
 
-#include "app/studiopage.h"
+#include "shell/studiopage.h"
 #include "caption/captionworker.h"
 
 class QComboBox;

@@ -8,8 +8,8 @@
 
 #include <chrono>
 
-#include "expnet/image.h"
-#include "expnet/system.h"
+#include "expnet/image/image_decode.h"
+#include "expnet/system/system.h"
 
 namespace {
 using Clock = std::chrono::steady_clock;

@@ -14,7 +14,7 @@
 #include <atomic>
 #include <memory>
 
-#include "expnet/captioner.h"
+#include "expnet/decode/captioner.h"
 
 struct ModelRequest {
   QString model, checkpoint, vocab, device = QStringLiteral("cpu");

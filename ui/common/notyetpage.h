@@ -2,7 +2,7 @@
 // capability and where it is tracked, and shows no placeholder content.
 #pragma once
 
-#include "app/studiopage.h"
+#include "shell/studiopage.h"
 
 class NotYetPage : public StudioPage {
   Q_OBJECT

@@ -1,5 +1,5 @@
 // What the Training page shows of one run, read from the run store
-// (expnet/run_store.h) off the UI thread. SQLite's WAL journal lets this read
+// (expnet/train/run_store.h) off the UI thread. SQLite's WAL journal lets this read
 // while the `expnet train` child writes; a RunStorePoller re-reads it on a timer.
 #pragma once
 
@@ -14,7 +14,7 @@
 
 #include <vector>
 
-#include "expnet/run_store.h"
+#include "expnet/train/run_store.h"
 
 struct RunSnapshot {
   QString storePath;

@@ -10,7 +10,7 @@
 
 #include <vector>
 
-#include "expnet/run_store.h"
+#include "expnet/train/run_store.h"
 
 class QCheckBox;
 class QCPGraph;

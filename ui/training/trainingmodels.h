@@ -6,7 +6,7 @@
 
 #include <vector>
 
-#include "expnet/run_store.h"
+#include "expnet/train/run_store.h"
 
 class RunListModel : public QAbstractTableModel {
   Q_OBJECT

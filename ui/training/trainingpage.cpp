@@ -30,10 +30,10 @@
 #include <climits>
 #include <cmath>
 
-#include "app/studiocontext.h"
-#include "expnet/atomic_file.h"
-#include "expnet/model_config.h"
-#include "expnet/trainer.h"
+#include "shell/studiocontext.h"
+#include "expnet/system/atomic_file.h"
+#include "expnet/model/model_config.h"
+#include "expnet/train/trainer.h"
 #include "training/trainingcharts.h"
 #include "training/trainingmodels.h"
 

@@ -7,7 +7,7 @@
 #include <QDateTime>
 #include <QJsonObject>
 
-#include "app/studiopage.h"
+#include "shell/studiopage.h"
 #include "training/runsnapshot.h"
 #include "training/trainingprocess.h"
 

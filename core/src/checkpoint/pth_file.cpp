@@ -9,7 +9,7 @@
 #include <map>
 #include <unordered_map>
 
-#include "expnet/checkpoint.h"
+#include "expnet/checkpoint/pth_file.h"
 
 namespace expnet {
 namespace {

@@ -7,8 +7,9 @@
 #include <ostream>
 #include <unordered_map>
 
-#include "expnet/atomic_file.h"
-#include "expnet/checkpoint.h"
+#include "expnet/system/atomic_file.h"
+#include "expnet/checkpoint/pth_file.h"
+#include "expnet/checkpoint/pth_writer.h"
 
 namespace expnet {
 namespace {

@@ -4,7 +4,8 @@
 #include <sstream>
 #include <unordered_map>
 
-#include "expnet/checkpoint.h"
+#include "expnet/checkpoint/pth_file.h"
+#include "expnet/checkpoint/state_dict.h"
 
 namespace expnet {
 namespace {

@@ -1,10 +1,12 @@
-#include "expnet/vocabulary_file.h"
+#include "expnet/checkpoint/vocabulary_file.h"
 
 #include <fstream>
 #include <iterator>
 #include <stdexcept>
 
-#include "expnet/pickle.h"
+#include "expnet/checkpoint/pickle_value.h"
+#include "expnet/checkpoint/unpickler.h"
+#include "expnet/checkpoint/pickler.h"
 
 namespace expnet {
 namespace {

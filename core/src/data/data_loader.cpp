@@ -1,5 +1,5 @@
 // Training data loader (see data_loader.h).
-#include "expnet/data_loader.h"
+#include "expnet/data/data_loader.h"
 
 #include <nlohmann/json.hpp>
 

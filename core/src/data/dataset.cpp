@@ -1,6 +1,6 @@
 // Dataset readers (Karpathy, COCO captions, CSV, JSONL), format detection,
 // vocabulary building and statistics.
-#include "expnet/dataset.h"
+#include "expnet/data/dataset.h"
 
 #include <nlohmann/json.hpp>
 
@@ -12,8 +12,8 @@
 #include <stdexcept>
 #include <unordered_map>
 
-#include "expnet/atomic_file.h"
-#include "expnet/caption_text.h"
+#include "expnet/system/atomic_file.h"
+#include "expnet/text/caption_text.h"
 
 namespace fs = std::filesystem;
 using nlohmann::json;

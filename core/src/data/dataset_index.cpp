@@ -1,5 +1,5 @@
 // SQLite dataset index: build (temp file + rename), query, thumbnails.
-#include "expnet/dataset_index.h"
+#include "expnet/data/dataset_index.h"
 
 #include <sqlite3.h>
 #include <fcntl.h>
@@ -15,7 +15,7 @@
 #include <random>
 #include <stdexcept>
 
-#include "expnet/caption_text.h"
+#include "expnet/text/caption_text.h"
 
 namespace fs = std::filesystem;
 

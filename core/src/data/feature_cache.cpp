@@ -1,6 +1,6 @@
 // Backbone feature cache file: writer (resumable, chunked), memory-mapped
 // reader, identity checks. Format: docs/datasets.md ("Feature cache").
-#include "expnet/feature_cache.h"
+#include "expnet/data/feature_cache.h"
 
 #include <fcntl.h>
 #include <sys/mman.h>
@@ -20,9 +20,9 @@
 #include <sstream>
 #include <unordered_map>
 
-#include "expnet/atomic_file.h"
-#include "expnet/image.h"
-#include "expnet/preprocess.h"
+#include "expnet/system/atomic_file.h"
+#include "expnet/image/image_decode.h"
+#include "expnet/image/preprocess.h"
 
 namespace fs = std::filesystem;
 using nlohmann::json;

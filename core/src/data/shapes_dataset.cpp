@@ -1,5 +1,5 @@
 // The built-in demo set (see shapes_dataset.h and docs/datasets.md).
-#include "expnet/shapes_dataset.h"
+#include "expnet/data/shapes_dataset.h"
 
 #include <nlohmann/json.hpp>
 #include <opencv2/imgcodecs.hpp>
@@ -20,9 +20,9 @@
 #include <stdexcept>
 #include <thread>
 
-#include "expnet/atomic_file.h"
-#include "expnet/caption_text.h"
-#include "expnet/system.h"
+#include "expnet/system/atomic_file.h"
+#include "expnet/text/caption_text.h"
+#include "expnet/system/system.h"
 #include "data/seeded_random.h"
 
 namespace fs = std::filesystem;

@@ -1,4 +1,4 @@
-#include "expnet/captioner.h"
+#include "expnet/decode/captioner.h"
 
 #include <torch/torch.h>
 
@@ -7,12 +7,14 @@
 #include <stdexcept>
 
 #include "decode/step_decoders.h"
-#include "expnet/checkpoint.h"
-#include "expnet/demo_model.h"
-#include "expnet/model.h"
-#include "expnet/preprocess.h"
-#include "expnet/system.h"
-#include "expnet/vocabulary_file.h"
+#include "expnet/checkpoint/pth_file.h"
+#include "expnet/checkpoint/state_dict.h"
+#include "expnet/checkpoint/pth_writer.h"
+#include "expnet/model/demo_model.h"
+#include "expnet/model/expansion_net.h"
+#include "expnet/image/preprocess.h"
+#include "expnet/system/system.h"
+#include "expnet/checkpoint/vocabulary_file.h"
 
 namespace expnet {
 namespace {

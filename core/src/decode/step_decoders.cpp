@@ -5,8 +5,8 @@
 #include <torch/torch.h>
 
 #include "decode/step_decoders.h"
-#include "expnet/decoder_state.h"
-#include "expnet/model.h"
+#include "expnet/decode/decoder_state.h"
+#include "expnet/model/expansion_net.h"
 
 namespace expnet {
 namespace {

@@ -3,7 +3,7 @@
 
 #include <memory>
 
-#include "expnet/decoding.h"
+#include "expnet/decode/decoding.h"
 
 namespace expnet {
 

@@ -22,7 +22,7 @@
 #include <string>
 #include <vector>
 
-#include "expnet/image.h"
+#include "expnet/image/image_decode.h"
 
 namespace expnet {
 

@@ -19,7 +19,7 @@
 #include <string>
 #include <vector>
 
-#include "expnet/image.h"
+#include "expnet/image/pil_resize.h"
 
 namespace expnet {
 namespace {

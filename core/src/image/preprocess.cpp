@@ -2,7 +2,7 @@
 // x / 255 (float32 division), then (x - mean) / std with mean and std rounded
 // to float32 from the double constants (as torch.as_tensor does). A per-channel
 // table of the 256 possible results makes this exact and cheap.
-#include "expnet/preprocess.h"
+#include "expnet/image/preprocess.h"
 
 #include <torch/torch.h>
 
@@ -11,7 +11,7 @@
 #include <stdexcept>
 #include <string>
 
-#include "expnet/image.h"
+#include "expnet/image/pil_resize.h"
 
 namespace expnet {
 namespace {

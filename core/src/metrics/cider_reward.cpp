@@ -6,7 +6,7 @@
 #include <numeric>
 #include <stdexcept>
 
-#include "expnet/metrics.h"
+#include "expnet/metrics/cider_reward.h"
 #include "metrics/metric_tables.h"
 
 namespace expnet {

@@ -7,8 +7,8 @@
 #include <string_view>
 #include <vector>
 
-#include "expnet/caption_text.h"
-#include "expnet/metrics.h"
+#include "expnet/text/caption_text.h"
+#include "expnet/metrics/eval_tokenizer.h"
 
 namespace expnet {
 namespace {

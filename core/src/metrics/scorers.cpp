@@ -9,7 +9,8 @@
 #include <stdexcept>
 #include <utility>
 
-#include "expnet/metrics.h"
+#include "expnet/metrics/eval_tokenizer.h"
+#include "expnet/metrics/scorers.h"
 #include "metrics/metric_tables.h"
 
 namespace expnet {

@@ -1,4 +1,4 @@
-#include "expnet/demo_model.h"
+#include "expnet/model/demo_model.h"
 
 #include <cstdlib>
 #include <filesystem>

@@ -1,4 +1,4 @@
-#include "expnet/model_config.h"
+#include "expnet/model/model_config.h"
 
 #include <algorithm>
 #include <filesystem>

@@ -4,7 +4,9 @@
 #include <cmath>
 #include <stdexcept>
 
-#include "expnet/model.h"
+#include "expnet/model/layers.h"
+#include "expnet/model/swin.h"
+#include "expnet/model/expansion_net.h"
 
 namespace expnet {
 namespace {

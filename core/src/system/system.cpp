@@ -1,4 +1,4 @@
-#include "expnet/system.h"
+#include "expnet/system/system.h"
 
 #include <dlfcn.h>
 #include <link.h>

@@ -1,4 +1,4 @@
-#include "expnet/caption_text.h"
+#include "expnet/text/caption_text.h"
 
 #include <algorithm>
 #include <array>

@@ -1,11 +1,11 @@
-#include "expnet/vocabulary.h"
+#include "expnet/text/vocabulary.h"
 
 #include <fstream>
 #include <nlohmann/json.hpp>
 #include <sstream>
 #include <stdexcept>
 
-#include "expnet/atomic_file.h"
+#include "expnet/system/atomic_file.h"
 
 namespace expnet {
 

@@ -1,5 +1,5 @@
 // Teacher-forced traces of a caption, trace.json, and the overlay rendering.
-#include "expnet/trace.h"
+#include "expnet/trace/trace.h"
 
 #include <nlohmann/json.hpp>
 #include <opencv2/imgcodecs.hpp>
@@ -9,9 +9,9 @@
 #include <cmath>
 #include <stdexcept>
 
-#include "expnet/captioner.h"
-#include "expnet/model.h"
-#include "expnet/vocabulary.h"
+#include "expnet/decode/captioner.h"
+#include "expnet/model/expansion_net.h"
+#include "expnet/text/vocabulary.h"
 
 namespace expnet {
 namespace {

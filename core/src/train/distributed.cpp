@@ -1,8 +1,8 @@
-// c10d process groups for data-parallel training (see expnet/distributed.h).
+// c10d process groups for data-parallel training (see expnet/train/distributed.h).
 // Debian's LibTorch 1.13 ships c10d with Gloo in libtorch_cpu; the headers only
 // declare it under USE_C10D_GLOO (set for this file in core/CMakeLists.txt when
 // the Gloo headers exist). CUDA builds add NCCL when its header is there.
-#include "expnet/distributed.h"
+#include "expnet/train/distributed.h"
 
 #include <torch/torch.h>
 

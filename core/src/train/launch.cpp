@@ -1,5 +1,5 @@
-// The local launcher of `expnet train --nproc N` (see expnet/launch.h).
-#include "expnet/launch.h"
+// The local launcher of `expnet train --nproc N` (see expnet/train/launch.h).
+#include "expnet/train/launch.h"
 
 #include <spdlog/spdlog.h>
 

@@ -1,12 +1,12 @@
-// SQLite run store (see expnet/run_store.h). WAL journal and a busy timeout so
+// SQLite run store (see expnet/train/run_store.h). WAL journal and a busy timeout so
 // one writer (the trainer) and any number of readers work at once.
-#include "expnet/run_store.h"
+#include "expnet/train/run_store.h"
 
 #include <sqlite3.h>
 
 #include <stdexcept>
 
-#include "expnet/paths.h"
+#include "expnet/system/paths.h"
 
 namespace expnet {
 namespace {

@@ -1,5 +1,5 @@
-// The stage runner behind `expnet train` (see expnet/trainer.h, docs/training.md).
-#include "expnet/trainer.h"
+// The stage runner behind `expnet train` (see expnet/train/trainer.h, docs/training.md).
+#include "expnet/train/trainer.h"
 
 #include <nlohmann/json.hpp>
 #include <spdlog/spdlog.h>
@@ -18,22 +18,25 @@
 #include <sstream>
 #include <unistd.h>
 
-#include "expnet/atomic_file.h"
-#include "expnet/checkpoint.h"
-#include "expnet/data_loader.h"
-#include "expnet/dataset.h"
-#include "expnet/decoder_state.h"
-#include "expnet/decoding.h"
-#include "expnet/distributed.h"
-#include "expnet/feature_cache.h"
-#include "expnet/image.h"
-#include "expnet/metrics.h"
-#include "expnet/model.h"
-#include "expnet/model_config.h"
-#include "expnet/preprocess.h"
-#include "expnet/run_store.h"
-#include "expnet/shapes_dataset.h"
-#include "expnet/training.h"
+#include "expnet/system/atomic_file.h"
+#include "expnet/checkpoint/state_dict.h"
+#include "expnet/checkpoint/pth_writer.h"
+#include "expnet/data/data_loader.h"
+#include "expnet/data/dataset.h"
+#include "expnet/decode/decoder_state.h"
+#include "expnet/decode/decoding.h"
+#include "expnet/train/distributed.h"
+#include "expnet/data/feature_cache.h"
+#include "expnet/image/image_decode.h"
+#include "expnet/metrics/scorers.h"
+#include "expnet/metrics/cider_reward.h"
+#include "expnet/model/layers.h"
+#include "expnet/model/expansion_net.h"
+#include "expnet/model/model_config.h"
+#include "expnet/image/preprocess.h"
+#include "expnet/train/run_store.h"
+#include "expnet/data/shapes_dataset.h"
+#include "expnet/train/training.h"
 
 namespace fs = std::filesystem;
 using nlohmann::json;

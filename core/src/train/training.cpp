@@ -1,13 +1,13 @@
-// RAdam, learning-rate schedules and the XE / SCST losses (see expnet/training.h).
-#include "expnet/training.h"
+// RAdam, learning-rate schedules and the XE / SCST losses (see expnet/train/training.h).
+#include "expnet/train/training.h"
 
 #include <torch/torch.h>
 
 #include <cmath>
 #include <stdexcept>
 
-#include "expnet/metrics.h"
-#include "expnet/model.h"
+#include "expnet/metrics/cider_reward.h"
+#include "expnet/model/expansion_net.h"
 
 namespace expnet {
 

@@ -1,0 +1,61 @@
+// torch.nn's Linear, LayerNorm and Embedding under their parameter names, and
+// the training-time dropout rates of the whole model.
+#pragma once
+
+#include <torch/nn/module.h>
+#include <torch/nn/pimpl.h>
+#include <cstdint>
+#include <memory>
+
+namespace expnet {
+
+// Training-time dropout rates; all 0 by default (inference). They only act in
+// train() mode. Captioner rates follow the reference's drop_args; the Swin
+// drop-path rate rises linearly from 0 over the blocks to swin_drop_path.
+struct DropoutRates {
+  double enc = 0, dec = 0, enc_input = 0, dec_input = 0, other = 0;
+  double swin_drop = 0, swin_attn_drop = 0, swin_drop_path = 0;
+};
+
+// ---------------------------------------------------------------- basic layers
+
+// Linear, LayerNorm and Embedding with torch.nn's parameter names and maths.
+// Unlike LibTorch's, their weights are allocated but not initialised: the
+// model's reset_parameters() (the reference initialisation) or a checkpoint
+// load fills them, so building the 234M-parameter model for loading costs no
+// random-number time and touches no memory twice.
+class PackedWeightCache;  // core/src/kernels/cpu/few_rows_linear.h
+
+class LinearImpl : public torch::nn::Module {
+ public:
+  LinearImpl(int64_t in_features, int64_t out_features, bool with_bias = true);
+  torch::Tensor forward(const torch::Tensor& x);
+  int64_t in_features, out_features;
+  torch::Tensor weight;  // out x in
+  torch::Tensor bias;    // out, or undefined
+
+ private:
+  // The weight laid out for decoding steps of several images, made on first use.
+  std::shared_ptr<PackedWeightCache> packed_weight_;
+};
+TORCH_MODULE(Linear);
+
+class LayerNormImpl : public torch::nn::Module {
+ public:
+  explicit LayerNormImpl(int64_t dim, double eps = 1e-5);  // weight 1, bias 0 (cheap: 1-D)
+  torch::Tensor forward(const torch::Tensor& x);
+  int64_t dim;
+  double eps;
+  torch::Tensor weight, bias;
+};
+TORCH_MODULE(LayerNorm);
+
+class EmbeddingImpl : public torch::nn::Module {
+ public:
+  EmbeddingImpl(int64_t count, int64_t dim);
+  torch::Tensor forward(const torch::Tensor& indices);
+  torch::Tensor weight;  // count x dim
+};
+TORCH_MODULE(Embedding);
+
+}  // namespace expnet

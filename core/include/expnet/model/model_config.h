@@ -1,0 +1,81 @@
+// ExpansionNet v2 architecture settings. The JSON form uses exactly the argument
+// names of the reference constructor (End_ExpansionNet_v2), so a configuration
+// written for the authors' code reads here unchanged. The vocabulary size is not
+// part of it: it always comes from the vocabulary the model is used with.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace expnet {
+
+struct ModelConfig {
+  // Swin Transformer backbone
+  int64_t swin_img_size = 384;
+  int64_t swin_patch_size = 4;
+  int64_t swin_in_chans = 3;
+  int64_t swin_embed_dim = 192;
+  std::vector<int64_t> swin_depths{2, 2, 18, 2};
+  std::vector<int64_t> swin_num_heads{6, 12, 24, 48};
+  int64_t swin_window_size = 12;
+  double swin_mlp_ratio = 4.0;
+  bool swin_qkv_bias = true;
+  bool swin_ape = false;
+  bool swin_patch_norm = true;
+  // Not an argument of the reference (whose Swin always merges 2x2 patches by
+  // concatenation and a linear map): when true, each patch merging is a 3x3
+  // convolution, ReLU and 2x2 max pooling. A small Swin trained from scratch on a
+  // few thousand images learns shapes with it and not without it (docs/training.md,
+  // "The demo model and shape words"). Written to JSON only when true, so every
+  // configuration of the reference stays readable by the authors' code.
+  bool swin_conv_merging = false;
+  int64_t final_swin_dim = 1536;  // = swin_embed_dim * 2^(stages-1)
+  // Captioner
+  int64_t d_model = 512;
+  int64_t N_enc = 3;
+  int64_t N_dec = 3;
+  int64_t ff = 2048;
+  int64_t num_heads = 8;                                   // cross-attention heads
+  std::vector<int64_t> num_exp_enc_list{32, 64, 128, 256, 512};  // static expansion groups
+  int64_t num_exp_dec = 16;                                // dynamic expansion slots
+  int64_t max_seq_len = 74;                                // learned positions (counts SOS)
+
+  // Derived shapes.
+  int64_t num_stages() const { return static_cast<int64_t>(swin_depths.size()); }
+  int64_t patches_resolution() const { return swin_img_size / swin_patch_size; }
+  int64_t stage_resolution(int64_t stage) const { return patches_resolution() >> stage; }
+  int64_t stage_dim(int64_t stage) const { return swin_embed_dim << stage; }
+  // Window of a stage: the stage's resolution when it does not exceed the window
+  // (then the stage also never shifts), as in the reference Swin.
+  int64_t stage_window(int64_t stage) const;
+  bool stage_shifts(int64_t stage) const { return stage_resolution(stage) > swin_window_size; }
+  int64_t feature_tokens() const;  // backbone output length (144 for official)
+  int64_t total_enc_expansions() const;
+
+  // Throws std::invalid_argument describing the first inconsistency
+  // (e.g. d_model not divisible by num_heads), prefixed with `source`.
+  void validate(const std::string& source = "model config") const;
+
+  // Strict: unknown, missing or mistyped keys are errors naming the key.
+  static ModelConfig from_json(const std::string& text, const std::string& source = "model config");
+  static ModelConfig load(const std::string& path);
+  std::string to_json(int indent = 1) const;  // the reference's argument names
+
+  bool operator==(const ModelConfig& other) const;
+  bool operator!=(const ModelConfig& other) const { return !(*this == other); }
+};
+
+// Built-in configurations.
+ModelConfig official_model_config();  // the released COCO model (Swin-L 384, 233.8M parameters)
+ModelConfig tiny_model_config();      // the tiny reference fixture (tests)
+ModelConfig small_model_config();     // CPU-friendly, a few million parameters (docs/model.md)
+ModelConfig demo_model_config();      // the built-in demo model (expnet/model/demo_model.h), trained by shapes-demo
+ModelConfig calibration_model_config();  // the demo's size with the reference's patch merging (bench train)
+std::vector<std::string> model_preset_names();  // "official", "tiny", "small", "demo"
+
+// `--model` argument: a preset name, or the path of a JSON file in the format
+// above. Throws std::runtime_error naming the argument and what to do.
+ModelConfig resolve_model_config(const std::string& preset_or_path);
+
+}  // namespace expnet

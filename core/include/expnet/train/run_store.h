@@ -1,0 +1,78 @@
+// Training run store: one SQLite database (WAL journal, so readers such as the
+// studio or `expnet runs show` read while the trainer writes) holding runs,
+// their configuration, stages, per-step figures, per-epoch validation metrics
+// and sample captions. Tables are documented in docs/training.md.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace expnet {
+
+struct RunInfo {
+  int64_t id = 0;
+  std::string name, status, config_json, out_dir, created_at, updated_at;
+  int64_t steps = 0;                 // step rows logged
+  std::optional<double> best_cider;  // best validation CIDEr-D so far
+};
+
+struct StepRecord {
+  int64_t run = 0, stage = 0, epoch = 0, step = 0;
+  double loss = 0, lr = 0, grad_norm = 0, images_per_s = 0;
+  bool skipped = false;  // NaN/inf guard: the update was not applied
+};
+
+struct ValidationRecord {
+  int64_t run = 0, stage = 0, epoch = 0, step = 0;
+  double bleu1 = 0, bleu2 = 0, bleu3 = 0, bleu4 = 0, rouge_l = 0, cider_d = 0;
+};
+
+struct SampleCaption {
+  int64_t run = 0, stage = 0, epoch = 0;
+  std::string image, caption, reference;
+};
+
+class RunStore {
+ public:
+  // Opens (creating when absent) the database at `path`; throws
+  // std::runtime_error naming the file when it cannot be opened or is not a run store.
+  explicit RunStore(const std::string& path);
+  ~RunStore();
+  RunStore(const RunStore&) = delete;
+  RunStore& operator=(const RunStore&) = delete;
+
+  const std::string& path() const;
+
+  // A new run; the name must be unique in the store (throws otherwise).
+  int64_t create_run(const std::string& name, const std::string& config_json, const std::string& out_dir);
+  // By name or numeric id; throws std::runtime_error listing how to see runs when absent.
+  RunInfo find_run(const std::string& name_or_id) const;
+  std::optional<RunInfo> find_run_by_name(const std::string& name) const;
+  std::vector<RunInfo> list_runs() const;
+  void set_status(int64_t run, const std::string& status);
+
+  void add_stage(int64_t run, int64_t index, const std::string& name, const std::string& config_json);
+  void log_step(const StepRecord& record);
+  void log_steps(const std::vector<StepRecord>& records);  // one transaction
+  void log_validation(const ValidationRecord& record);
+  void log_samples(const std::vector<SampleCaption>& samples);
+  // Resume: forget what a killed run logged after the checkpoint it resumes from.
+  void truncate_after(int64_t run, int64_t step);
+
+  std::vector<StepRecord> steps(int64_t run) const;
+  std::vector<ValidationRecord> validations(int64_t run) const;
+  std::vector<SampleCaption> samples(int64_t run) const;
+  std::vector<std::pair<int64_t, std::string>> stages(int64_t run) const;  // index, name
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
+// <data_dir>/runs.sqlite (expnet/system/paths.h).
+std::string default_run_store_path();
+
+}  // namespace expnet

@@ -1,0 +1,47 @@
+// The decoder's per-step attention work on CPU float32 tensors, fused: one
+// Dynamic Expansion step (a task per row) and the cross-attention of the new
+// position (a task per row and head). The tensor-op versions in DecoderState
+// compute the same values with some twenty small LibTorch operations (or
+// batched matmuls of one row) per layer; at a step of several images their
+// dispatch and temporaries cost more than the arithmetic and do not spread
+// over threads. Here the tasks are split over the decoding threads
+// (step_threads.h), and the exponentials are our own (vectorised, no OpenMP).
+#pragma once
+
+#include <ATen/core/Tensor.h>
+
+#include "expnet/decode/decoder_state.h"  // ExpansionBlock
+
+#include <vector>
+
+namespace expnet {
+
+// Added to the sums that normalise the expansion weights (the reference's 1e-9).
+inline constexpr double kExpansionEps = 1e-9;
+
+// True when expansion_step_cpu can run: parts is a contiguous CPU float32 matrix.
+bool expansion_step_cpu_applies(const at::Tensor& parts);
+
+// Feeds position t = blocks.size(): parts (rows x 5d: cond, key, class_a,
+// class_b, selector logits of the new position) become block t (row r =
+// this step's row r), and the layer's output for the new position is
+// returned (rows x d). Row r's lineage is lineage[r * lineage_stride + u],
+// u < t. slot_queries, slot_biases: NE x d (query_exp_vectors, bias_exp_vectors).
+at::Tensor expansion_step_cpu(const at::Tensor& parts, const at::Tensor& slot_queries, const at::Tensor& slot_biases,
+                              std::vector<ExpansionBlock>& blocks, const int64_t* lineage, int64_t lineage_stride);
+
+// Cross-attention of one query per row: q rows x H*dk; keys_t images x H x
+// dk x N (transposed); values images x H x N x dk; row_image[r] the image of
+// row r. Returns softmax(q_h K_h^T * scale) V_h per head, rows x H*dk (heads
+// concatenated, as the reference).
+bool cross_attention_cpu_applies(const at::Tensor& q, const at::Tensor& keys_t, const at::Tensor& values);
+at::Tensor cross_attention_cpu(const at::Tensor& q, const at::Tensor& keys_t, const at::Tensor& values,
+                               const std::vector<int64_t>& row_image, double scale);
+
+// log_softmax over the last dimension of a contiguous CPU float32 matrix
+// (rows x vocabulary), rows split over the decoding threads: the decoding
+// step's output, without the OpenMP region LibTorch's would start.
+bool log_softmax_rows_cpu_applies(const at::Tensor& logits);
+at::Tensor log_softmax_rows_cpu(const at::Tensor& logits);
+
+}  // namespace expnet

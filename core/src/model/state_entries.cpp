@@ -1,0 +1,47 @@
+// A module's state_dict entries in PyTorch's order, and parameter counts.
+#include "expnet/model/state_entries.h"
+
+#include <torch/torch.h>
+
+namespace expnet {
+
+namespace {
+void collect_state(const torch::nn::Module& module, const std::string& prefix, std::vector<StateEntry>& out) {
+  for (const auto& item : module.named_parameters(/*recurse=*/false))
+    if (item.value().defined()) out.push_back({prefix + item.key(), item.value(), false});
+  for (const auto& item : module.named_buffers(/*recurse=*/false))
+    if (item.value().defined()) out.push_back({prefix + item.key(), item.value(), true});
+  for (const auto& child : module.named_children()) collect_state(*child.value(), prefix + child.key() + ".", out);
+}
+}  // namespace
+
+std::vector<StateEntry> state_entries(const torch::nn::Module& module) {
+  std::vector<StateEntry> out;
+  collect_state(module, "", out);
+  return out;
+}
+
+int64_t count_parameters(const torch::nn::Module& module) {
+  int64_t total = 0;
+  for (const auto& entry : state_entries(module))
+    if (!entry.is_buffer) total += entry.tensor.numel();
+  return total;
+}
+
+std::string torch_dtype_name(const torch::Tensor& tensor) {
+  switch (tensor.scalar_type()) {
+    case torch::kFloat: return "float32";
+    case torch::kDouble: return "float64";
+    case torch::kHalf: return "float16";
+    case torch::kBFloat16: return "bfloat16";
+    case torch::kLong: return "int64";
+    case torch::kInt: return "int32";
+    case torch::kShort: return "int16";
+    case torch::kChar: return "int8";
+    case torch::kByte: return "uint8";
+    case torch::kBool: return "bool";
+    default: return c10::toString(tensor.scalar_type());
+  }
+}
+
+}  // namespace expnet

@@ -1,0 +1,18 @@
+#include "shell/studiocontext.h"
+
+void StudioContext::setRuntime(const QString& device, int threads) {
+  device_ = device;
+  threads_ = threads;
+  emit runtimeChanged();
+}
+
+void StudioContext::setModelName(const QString& name) {
+  modelName_ = name;
+  emit modelChanged();
+}
+
+void StudioContext::setSelectedImage(const QString& path) {
+  if (path == selectedImage_) return;
+  selectedImage_ = path;
+  emit imageSelected(path);
+}
