@@ -6,4 +6,5 @@ set(EXPNET_PICKLE_SOURCES
   ${PROJECT_SOURCE_DIR}/core/src/checkpoint/unpickler.cpp
   ${PROJECT_SOURCE_DIR}/core/src/checkpoint/pickler.cpp)
 add_library(expnet_pickle STATIC ${EXPNET_PICKLE_SOURCES})
+set_target_properties(expnet_pickle PROPERTIES AUTOMOC OFF)  # no Qt
 target_include_directories(expnet_pickle PUBLIC ${PROJECT_SOURCE_DIR}/core/include)

@@ -3,6 +3,8 @@
 // initialised model (seeded) on random input, and the same decoder positions
 // fed one at a time through DecoderState (incremental). Decoding strategies
 // (beam search etc.) have their own benchmarks.
+#include <torch/torch.h>
+
 #include <nlohmann/json.hpp>
 #include <spdlog/spdlog.h>
 

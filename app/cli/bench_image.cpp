@@ -1,6 +1,8 @@
 // expnet bench image: median times of the preprocessing steps of one image:
 // decode (load_image_rgb), Pillow-exact resize, and resize + normalisation to
 // the model input tensor. Without FILE it uses a synthetic photo-sized JPEG.
+#include <torch/torch.h>
+
 #include <nlohmann/json.hpp>
 #include <spdlog/spdlog.h>
 

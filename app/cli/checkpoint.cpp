@@ -1,4 +1,6 @@
 // expnet checkpoint export | inspect: converting and looking into .pth files.
+#include <torch/torch.h>
+
 #include <nlohmann/json.hpp>
 #include <spdlog/spdlog.h>
 
@@ -8,6 +10,7 @@
 #include <set>
 
 #include "command.h"
+#include "expnet/checkpoint/pickler.h"
 #include "expnet/checkpoint/pth_file.h"
 #include "expnet/checkpoint/state_dict.h"
 #include "expnet/checkpoint/pth_writer.h"

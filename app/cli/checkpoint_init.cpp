@@ -1,11 +1,14 @@
 // expnet checkpoint init: write a randomly initialised (seeded) model as a
 // checkpoint in our layout. Used to test loading and captioning at the
 // official size without the released weights.
+#include <torch/torch.h>
+
 #include <spdlog/spdlog.h>
 
 #include <iostream>
 
 #include "command.h"
+#include "expnet/model/expansion_net.h"
 #include "expnet/decode/captioner.h"
 #include "expnet/checkpoint/state_dict.h"
 #include "expnet/checkpoint/pth_writer.h"

@@ -1,5 +1,7 @@
 // expnet model-info: the state_dict layout (names, shapes, dtypes, parameter or
 // buffer) and parameter count of a configuration, as the reference names them.
+#include <torch/torch.h>
+
 #include <nlohmann/json.hpp>
 
 #include <iomanip>

@@ -1,5 +1,7 @@
 // The .pth reader against the fixtures made with the authors' PyTorch code,
 // loading by name, and bad files. (PyTorch round trips: test_checkpoint_python.)
+#include <torch/torch.h>
+
 #include <QJsonArray>
 #include <QJsonDocument>
 #include <QJsonObject>

@@ -3,6 +3,8 @@
 // official_state_dict.json, loaded into a fresh module. Loading may add at most
 // one storage at a time (plus small overhead) to the module's own memory: the
 // state dict is never materialised next to the module.
+#include <torch/torch.h>
+
 #include <QJsonArray>
 #include <QJsonDocument>
 #include <QJsonObject>

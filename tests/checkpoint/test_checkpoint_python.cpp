@@ -1,6 +1,8 @@
 // Round trips with PyTorch (Debian's /usr/bin/python3 with torch 1.13):
 // files torch.save writes load in ours with identical values and structure;
 // files we write load in torch.load bit-identical; hostile files are refused.
+#include <torch/torch.h>
+
 #include <QDir>
 #include <QtTest>
 

@@ -1,5 +1,7 @@
 #include "reference_tiny.h"
 
+#include <torch/torch.h>
+
 #include <QDir>
 #include <QFile>
 #include <QJsonArray>
@@ -7,6 +9,8 @@
 #include <QJsonObject>
 
 #include <set>
+
+#include "expnet/model/state_entries.h"
 
 #include "support/fixtures.h"
 

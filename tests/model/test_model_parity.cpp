@@ -1,6 +1,8 @@
 // Parity with the authors' PyTorch ExpansionNet v2 on the tiny fixture: the
 // reference weights in our modules must give the reference's backbone
 // features, encoder output and decoder log-probs (within 1e-4).
+#include <torch/torch.h>
+
 #include <QtTest>
 
 #include "expnet/model/layers.h"

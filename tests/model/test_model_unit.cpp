@@ -1,5 +1,7 @@
 // Model configuration (JSON, presets, errors), masks, Swin buffers, parameter
 // counts and input errors.
+#include <torch/torch.h>
+
 #include <QJsonArray>
 #include <QJsonDocument>
 #include <QJsonObject>

@@ -1,6 +1,8 @@
 // Data-parallel training (c10d Gloo on loopback): 2 ranks with batch b end with
 // the parameters of 1 process with batch 2b; an interrupted 2-rank run resumes
 // exactly. Failure handling: test_distributed_failure.cpp.
+#include <torch/torch.h>
+
 #include <csignal>
 
 #include "dist_test_util.h"

@@ -1,5 +1,7 @@
 // Distributed training: a dead or hung rank makes the other fail within the
 // process-group timeout instead of hanging.
+#include <torch/torch.h>
+
 #include <csignal>
 
 #include "dist_test_util.h"

@@ -1,3 +1,6 @@
+// LibTorch before Qt: Qt's `slots` macro breaks LibTorch headers included after it.
+#include <torch/torch.h>
+
 #include "attention/attentionpage.h"
 
 #include <QApplication>

@@ -1,3 +1,6 @@
+// LibTorch before Qt: Qt's `slots` macro breaks LibTorch headers included after it.
+#include <torch/torch.h>
+
 #include "caption/captionworker.h"
 
 #include <QFileInfo>

@@ -1,6 +1,8 @@
 // ExpansionNet v2 captioner: static/dynamic expansion, cross-attention,
 // pre-LN encoder and decoder layers, reduce layers, embeddings and the whole
 // model. Operation order follows the reference so parity holds to ~1e-6.
+#include <torch/torch.h>
+
 #include <cmath>
 #include <functional>
 #include <stdexcept>

@@ -1,6 +1,8 @@
 // Swin Transformer backbone of ExpansionNet v2 (classification head removed).
 // Shapes, names and operation order follow the reference implementation so
 // that reference weights give the same features (fixture tiny/: 1e-4).
+#include <torch/torch.h>
+
 #include <cmath>
 #include <stdexcept>
 

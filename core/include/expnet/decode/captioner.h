@@ -4,8 +4,6 @@
 // the benchmarks and the studio's workers.
 #pragma once
 
-#include <ATen/core/Tensor.h>
-
 #include <memory>
 #include <string>
 #include <vector>
@@ -14,6 +12,11 @@
 #include "expnet/image/image_decode.h"
 #include "expnet/model/model_config.h"
 #include "expnet/text/vocabulary.h"
+
+// Declared only: callers that pass no tensors compile without LibTorch's headers.
+namespace at {
+class Tensor;
+}  // namespace at
 
 namespace expnet {
 

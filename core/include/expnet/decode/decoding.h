@@ -4,13 +4,16 @@
 // (caches, encoder output) and is implemented over the model elsewhere.
 #pragma once
 
-#include <ATen/core/Tensor.h>
-
 #include <cstdint>
 #include <functional>
 #include <memory>
 #include <string>
 #include <vector>
+
+// Declared only: callers that pass no tensors compile without LibTorch's headers.
+namespace at {
+class Tensor;
+}  // namespace at
 
 namespace expnet {
 

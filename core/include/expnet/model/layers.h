@@ -7,6 +7,8 @@
 #include <cstdint>
 #include <memory>
 
+#include "expnet/kernels/cpu/packed_weight_cache.h"
+
 namespace expnet {
 
 // Training-time dropout rates; all 0 by default (inference). They only act in
@@ -24,8 +26,6 @@ struct DropoutRates {
 // model's reset_parameters() (the reference initialisation) or a checkpoint
 // load fills them, so building the 234M-parameter model for loading costs no
 // random-number time and touches no memory twice.
-class PackedWeightCache;  // core/src/kernels/cpu/few_rows_linear.h
-
 class LinearImpl : public torch::nn::Module {
  public:
   LinearImpl(int64_t in_features, int64_t out_features, bool with_bias = true);

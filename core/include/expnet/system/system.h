@@ -15,21 +15,19 @@ struct RuntimeOptions {
 
 // Call first thing in main(). LibTorch's OpenMP workers spin after every
 // parallel region by default, taking the cores OpenBLAS's own threads need
-// next; on a 2-core machine with any other load, a Swin-L encode measured 20-40
-// s instead of 2.2-4 s. OpenMP reads OMP_WAIT_POLICY only at start-up, so when
-// it is unset this sets it to PASSIVE and re-executes the program (same
-// arguments); a value the user set is respected. Returns only if no re-exec
-// happened (or it failed, which is harmless).
+// next (docs/performance.md, "Runtime settings"). OpenMP reads
+// OMP_WAIT_POLICY only at start-up, so when it is unset this sets it to
+// PASSIVE and re-executes the program (same arguments); a value the user set
+// is respected. Returns only if no re-exec happened (or it failed, which is
+// harmless).
 void restart_with_passive_openmp_wait(char** argv);
 
 // Call first thing in main() too. LibTorch allocates every tensor with plain
 // malloc, and glibc serves blocks above 128 KB (at first) with fresh mmap
 // pages that it unmaps on free, so every large temporary is page-faulted and
-// zeroed again (`expnet bench caption --repeats 5`: 534,000 page faults and
-// 6.4-6.7 s of system time in a 17 s run). This keeps blocks up to 256 MB in
-// the heap and up to 1 GB of freed memory for reuse: 306,000 faults, encode
-// 1.78 s instead of 2.15 s, peak RSS 1218 MB instead of 1226 MB (Zen 5, two
-// runs each, alternated). A MALLOC_* tunable set in the environment is respected.
+// zeroed again. This keeps blocks up to 256 MB in the heap and up to 1 GB of
+// freed memory for reuse (figures: docs/performance.md, "Runtime settings").
+// A MALLOC_* tunable set in the environment is respected.
 void keep_freed_memory_for_reuse();
 
 // Applies the thread count to LibTorch's intra-op pool and to OpenBLAS's own

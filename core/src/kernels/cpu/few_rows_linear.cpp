@@ -1,10 +1,8 @@
 // See few_rows_linear.h. Why: a beam-5 decoding step multiplies 5 rows by
-// every weight matrix of the decoder (about 70 MB at the official size).
-// OpenBLAS packs each weight matrix into a buffer before multiplying, which at
-// 5 rows runs at about 23 GFLOP/s on this project's 2-core CPU; streaming each
-// weight row once through FMA dot products runs at about 2.5x that with AVX2
-// and 5x with AVX-512 (17 matrices of 2048x512, 5 rows, cold cache: BLAS
-// 7.6 ms, AVX2 6.0 ms, AVX-512 3.0 ms).
+// every weight matrix of the decoder, and OpenBLAS packs each weight matrix
+// into a buffer before multiplying, which at 5 rows costs more than the
+// arithmetic; streaming each weight row once through FMA dot products is
+// 2.5-5x faster (docs/performance.md, "Decoding kernels").
 #include "kernels/cpu/few_rows_linear.h"
 
 #include "kernels/cpu/step_threads.h"
@@ -28,9 +26,9 @@ namespace {
 // Weight rows per block of the AVX2 blocked kernel.
 constexpr int kBlockOutputs = 3;
 
-// The packed layout (few_rows_linear.h, PackedWeight): panels of kPanel
-// weight rows, each in x kPanel floats, input-major.
-constexpr int64_t kPanel = 48;
+// The packed layout (expnet/kernels/cpu/packed_weight_cache.h): panels of
+// kPanel weight rows, each in x kPanel floats, input-major.
+constexpr int64_t kPanel = PackedWeight::kPanel;
 constexpr int kPanelVectors = kPanel / 16;
 constexpr int kPackedTileRows = 8;  // 8 x 3 accumulators + 3 weight vectors + 1 input fit the 32 registers
 
@@ -318,34 +316,7 @@ FewRowsIsa best_few_rows_isa() {
   return FewRowsIsa::portable;
 }
 
-struct PackedWeight {
-  const void* source = nullptr;  // the weight it was made from: data, version and shape
-  int64_t version = 0, out = 0, in = 0;
-  at::Tensor panels;  // ceil(out / kPanel) x in x kPanel, zero-padded
-};
-
 namespace {
-
-std::shared_ptr<const PackedWeight> pack_weight(const at::Tensor& weight, int64_t version) {
-  const auto w = weight.contiguous();
-  auto packed = std::make_shared<PackedWeight>();
-  packed->source = weight.data_ptr();
-  packed->version = version;
-  packed->out = w.size(0);
-  packed->in = w.size(1);
-  const int64_t in = packed->in, panels = (packed->out + kPanel - 1) / kPanel;
-  packed->panels = at::zeros({panels, in, kPanel}, w.options());
-  const float* source = w.data_ptr<float>();
-  float* panel = packed->panels.data_ptr<float>();
-  for (int64_t p = 0; p < panels; ++p, panel += in * kPanel) {
-    const int64_t rows = std::min(kPanel, packed->out - p * kPanel);
-    for (int64_t j = 0; j < rows; ++j) {
-      const float* row = source + (p * kPanel + j) * in;
-      for (int64_t k = 0; k < in; ++k) panel[k * kPanel + j] = row[k];
-    }
-  }
-  return packed;
-}
 
 // The shared body of the few_rows_linear overloads; `cache` may be null.
 at::Tensor linear_step(const at::Tensor& x, const at::Tensor& weight, const at::Tensor& bias, FewRowsIsa isa,
@@ -392,17 +363,6 @@ at::Tensor linear_step(const at::Tensor& x, const at::Tensor& weight, const at::
 }
 
 }  // namespace
-
-std::shared_ptr<const PackedWeight> PackedWeightCache::get(const at::Tensor& weight) {
-  // Inference tensors (made under InferenceMode) have no version counter; the
-  // ones packed here are made once and never written.
-  const int64_t version = weight.is_inference() ? 0 : weight._version();
-  std::lock_guard<std::mutex> lock(mutex_);
-  if (!packed_ || packed_->source != weight.data_ptr() || packed_->version != version ||
-      packed_->out != weight.size(0) || packed_->in != weight.size(1))
-    packed_ = pack_weight(weight, version);
-  return packed_;
-}
 
 at::Tensor few_rows_linear(const at::Tensor& x, const at::Tensor& weight, const at::Tensor& bias) {
   return linear_step(x, weight, bias, best_few_rows_isa(), nullptr);

@@ -6,8 +6,7 @@
 
 #include <ATen/core/Tensor.h>
 
-#include <memory>
-#include <mutex>
+#include "expnet/kernels/cpu/packed_weight_cache.h"
 
 namespace expnet {
 
@@ -32,26 +31,9 @@ bool few_rows_linear_applies(const at::Tensor& x, const at::Tensor& weight);
 // rounding order (about 1e-6 relative).
 at::Tensor few_rows_linear(const at::Tensor& x, const at::Tensor& weight, const at::Tensor& bias);
 
-// A linear layer's weight laid out for steps of several images: panels of
-// 48 weight rows, each stored input-major (in x 48, zero-padded), so a tile
-// of 8 input rows x 48 outputs accumulates whole vectors of outputs from
-// broadcast inputs (no horizontal sums) while the panel stays in cache for
-// every group of input rows. Built on first use and kept until the weight
-// changes (another storage, shape or version); safe to share between threads.
-struct PackedWeight;
-class PackedWeightCache {
- public:
-  std::shared_ptr<const PackedWeight> get(const at::Tensor& weight);
-
- private:
-  std::mutex mutex_;
-  std::shared_ptr<const PackedWeight> packed_;
-};
-
 // few_rows_linear, which with AVX-512 takes steps of more than kFewRowsLimit
 // rows (up to kBlockedRowsLimit) through the packed weight of `cache`
-// (measured at 40 rows, one thread, Zen 5: 157-211 GFLOP/s against 109-146
-// for the AVX-512 blocked kernel it replaced, which read the weight as it is).
+// (docs/performance.md, "Decoding kernels").
 at::Tensor few_rows_linear(const at::Tensor& x, const at::Tensor& weight, const at::Tensor& bias,
                            PackedWeightCache& cache);
 

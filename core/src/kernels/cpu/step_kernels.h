@@ -10,11 +10,21 @@
 
 #include <ATen/core/Tensor.h>
 
-#include "expnet/decode/decoder_state.h"  // ExpansionBlock
-
+#include <cstdint>
 #include <vector>
 
 namespace expnet {
+
+// The Dynamic Expansion caches of one decoder layer as the fused kernel keeps
+// them: a block per position, written once when the position is fed, with the
+// rows of that step. A row's history is its lineage: its entry for position u
+// is row lineage[u] of block u, so beam search's reordering permutes lineages
+// (integers) instead of copying caches.
+struct ExpansionBlock {
+  at::Tensor cond, keys, class_a, class_b;  // rows_u x d: cond_embed, key_linear, class_{a,b}_embed of x_u
+  at::Tensor slot_scores;                   // rows_u x NE: Q_e . K_u
+  at::Tensor route_a, route_b;              // rows_u x NE x (u+1): normalised relu(+-z[u,e,v]) over v <= u
+};
 
 // Added to the sums that normalise the expansion weights (the reference's 1e-9).
 inline constexpr double kExpansionEps = 1e-9;

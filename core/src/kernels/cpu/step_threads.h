@@ -3,7 +3,7 @@
 // parallel regions (tens to hundreds of microseconds each), and under the
 // passive wait policy the programs set (README: with spinning OpenMP workers
 // OpenBLAS loses the cores it needs) each region pays for waking a sleeping
-// worker, which on a 2-core machine measured as half of a one-image step.
+// worker, up to half of a one-image step (docs/performance.md).
 // These workers instead keep polling for the next region for a short while
 // after each one, giving the core away at every poll (sched_yield), so a BLAS
 // or OpenMP thread that needs the core gets it at once, and sleep after that.
