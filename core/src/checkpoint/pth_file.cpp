@@ -1,6 +1,8 @@
 // Reading .pth files: zip archives (torch.save since 1.6) through LibTorch's
 // PyTorchStreamReader, the legacy format (pickles back to back, then raw
 // storages) by hand. The pickle programs go through the restricted unpickler.
+#include <torch/torch.h>
+
 #include <caffe2/serialize/inline_container.h>
 
 #include <cstring>
@@ -9,6 +11,7 @@
 #include <map>
 #include <unordered_map>
 
+#include "expnet/checkpoint/unpickler.h"
 #include "expnet/checkpoint/pth_file.h"
 
 namespace expnet {

@@ -1,12 +1,15 @@
 // Writing .pth files that torch.load reads: our protocol-2 pickler for
 // data.pkl (torch.save's conventions) and PyTorchStreamWriter for the zip
 // archive, streamed into an atomic file so a big model is never held twice.
+#include <torch/torch.h>
+
 #include <caffe2/serialize/inline_container.h>
 #include <nlohmann/json.hpp>
 
 #include <ostream>
 #include <unordered_map>
 
+#include "expnet/checkpoint/pickler.h"
 #include "expnet/system/atomic_file.h"
 #include "expnet/checkpoint/pth_file.h"
 #include "expnet/checkpoint/pth_writer.h"

@@ -1,9 +1,12 @@
 // Finding a state_dict in a checkpoint and loading it into a module by name.
+#include <torch/torch.h>
+
 #include <map>
 #include <set>
 #include <sstream>
 #include <unordered_map>
 
+#include "expnet/checkpoint/pickler.h"
 #include "expnet/checkpoint/pth_file.h"
 #include "expnet/checkpoint/state_dict.h"
 
