@@ -7,6 +7,7 @@
 #include <sstream>
 
 #include "command.h"
+#include "expnet/checkpoint/pth_file.h"
 #include "expnet/model/expansion_net.h"
 #include "expnet/model/state_entries.h"
 
@@ -41,7 +42,7 @@ void run(const RuntimeOptions& runtime, const Options& options) {
     for (const auto& e : entries)
       out["entries"].push_back({{"name", e.name},
                                 {"shape", e.tensor.sizes().vec()},
-                                {"dtype", torch_dtype_name(e.tensor)},
+                                {"dtype", dtype_name(e.tensor.scalar_type())},
                                 {"kind", e.is_buffer ? "buffer" : "parameter"}});
     std::cout << out.dump() << std::endl;
     return;
@@ -50,7 +51,7 @@ void run(const RuntimeOptions& runtime, const Options& options) {
   for (const auto& e : entries) width = std::max(width, e.name.size());
   for (const auto& e : entries)
     std::cout << std::left << std::setw(static_cast<int>(width) + 2) << e.name << std::setw(20) << shape_text(e.tensor)
-              << std::setw(9) << torch_dtype_name(e.tensor) << (e.is_buffer ? "buffer" : "parameter") << "\n";
+              << std::setw(9) << dtype_name(e.tensor.scalar_type()) << (e.is_buffer ? "buffer" : "parameter") << "\n";
   std::ostringstream mb;
   mb << std::fixed << std::setprecision(1) << static_cast<double>(total) * 4 / 1e6;
   std::cout << entries.size() << " entries, " << total << " parameters (" << mb.str()
