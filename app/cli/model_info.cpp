@@ -26,8 +26,7 @@ std::string shape_text(const torch::Tensor& t) {
   return out + "]";
 }
 
-void run(const RuntimeOptions& runtime, const Options& options) {
-  apply_runtime(runtime);
+void run(const Options& options) {
   const ModelConfig config = resolve_model_config(options.model);
   if (options.vocab_size <= 0) throw std::runtime_error("--vocab-size must be positive");
   // Default initialisation is enough: only names and shapes are reported.
@@ -59,16 +58,14 @@ void run(const RuntimeOptions& runtime, const Options& options) {
 }
 
 const bool registered = register_command({"model-info", 30, [](CLI::App& root) {
-  auto* command = root.add_subcommand("model-info", "List the state_dict entries and parameter count of a model configuration");
-  auto runtime = add_runtime_options(command);
-  auto options = std::make_shared<Options>();
+  auto [command, options] = add_command<Options>(
+      &root, "model-info", "List the state_dict entries and parameter count of a model configuration", run);
   command->add_option("--model", options->model, "Preset (official, tiny, small) or model config JSON file")
       ->capture_default_str();
   command->add_option("--vocab-size", options->vocab_size,
                       "Vocabulary size (not part of the config; 10000 = the released COCO vocabulary)")
       ->capture_default_str();
   command->add_flag("--json", options->json, "Print one compact JSON object");
-  command->callback([runtime, options] { run(*runtime, *options); });
 }});
 
 }  // namespace

@@ -8,6 +8,7 @@
 #include <cctype>
 #include <filesystem>
 #include <fstream>
+#include <optional>
 #include <sstream>
 #include <stdexcept>
 #include <unordered_map>
@@ -344,40 +345,50 @@ DatasetFormat format_from_extension(const fs::path& path) {
 
 }  // namespace
 
-const char* split_name(Split split) {
-  switch (split) {
-    case Split::Train: return "train";
-    case Split::Restval: return "restval";
-    case Split::Val: return "val";
-    case Split::Test: return "test";
-  }
-  return "train";
+namespace {
+
+// One table per enum: the name each value is written and read by.
+template <typename Enum, size_t N>
+using NameTable = std::pair<Enum, const char*>[N];
+const NameTable<Split, 4> kSplitNames = {
+    {Split::Train, "train"}, {Split::Restval, "restval"}, {Split::Val, "val"}, {Split::Test, "test"}};
+const NameTable<DatasetFormat, 5> kFormatNames = {{DatasetFormat::Auto, "auto"},
+                                                  {DatasetFormat::Karpathy, "karpathy"},
+                                                  {DatasetFormat::Coco, "coco"},
+                                                  {DatasetFormat::Csv, "csv"},
+                                                  {DatasetFormat::Jsonl, "jsonl"}};
+
+template <typename Enum, size_t N>
+const char* name_in(const NameTable<Enum, N>& table, Enum value) {
+  for (const auto& [each, name] : table)
+    if (each == value) return name;
+  return table[0].second;
 }
 
-Split parse_split(const std::string& text) {
+// The value whose name is `text` (any case, surrounding spaces ignored), if any.
+template <typename Enum, size_t N>
+std::optional<Enum> value_in(const NameTable<Enum, N>& table, const std::string& text) {
   const std::string name = lower_ascii(trim(text));
-  if (name == "train") return Split::Train;
-  if (name == "restval") return Split::Restval;
-  if (name == "val" || name == "validation" || name == "valid" || name == "dev") return Split::Val;
-  if (name == "test") return Split::Test;
+  for (const auto& [value, each] : table)
+    if (name == each) return value;
+  return std::nullopt;
+}
+
+}  // namespace
+
+const char* split_name(Split split) { return name_in(kSplitNames, split); }
+
+Split parse_split(const std::string& text) {
+  if (const auto split = value_in(kSplitNames, text)) return *split;
+  const std::string name = lower_ascii(trim(text));
+  if (name == "validation" || name == "valid" || name == "dev") return Split::Val;
   throw std::invalid_argument("unknown split '" + text + "' (use train, restval, val or test)");
 }
 
-const char* format_name(DatasetFormat format) {
-  switch (format) {
-    case DatasetFormat::Auto: return "auto";
-    case DatasetFormat::Karpathy: return "karpathy";
-    case DatasetFormat::Coco: return "coco";
-    case DatasetFormat::Csv: return "csv";
-    case DatasetFormat::Jsonl: return "jsonl";
-  }
-  return "auto";
-}
+const char* format_name(DatasetFormat format) { return name_in(kFormatNames, format); }
 
 DatasetFormat parse_format(const std::string& text) {
-  const std::string name = lower_ascii(trim(text));
-  for (auto format : {DatasetFormat::Auto, DatasetFormat::Karpathy, DatasetFormat::Coco, DatasetFormat::Csv, DatasetFormat::Jsonl})
-    if (name == format_name(format)) return format;
+  if (const auto format = value_in(kFormatNames, text)) return *format;
   throw std::invalid_argument("unknown dataset format '" + text + "' (use auto, karpathy, coco, csv or jsonl)");
 }
 
