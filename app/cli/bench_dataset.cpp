@@ -5,13 +5,13 @@
 #include <unistd.h>
 
 #include <algorithm>
-#include <chrono>
 #include <filesystem>
 #include <fstream>
 #include <iomanip>
 #include <iostream>
 #include <random>
 
+#include "bench_stats.h"
 #include "command.h"
 
 #include "expnet/system/atomic_file.h"
@@ -25,8 +25,7 @@ namespace fs = std::filesystem;
 namespace expnet::cli {
 namespace {
 
-using Clock = std::chrono::steady_clock;
-double seconds_since(Clock::time_point start) { return std::chrono::duration<double>(Clock::now() - start).count(); }
+using Clock = BenchClock;
 
 // Karpathy's split of COCO 2014.
 constexpr int64_t kTrain = 82783, kRestval = 30504, kVal = 5000, kTest = 5000;
@@ -85,8 +84,17 @@ std::string synthetic_karpathy(uint64_t seed) {
   return out;
 }
 
-void run(int repeats, bool keep, const std::string& work_arg, bool json) {
-  const fs::path work = work_arg.empty() ? fs::temp_directory_path() / ("expnet-bench-dataset-" + std::to_string(::getpid())) : fs::path(work_arg);
+struct DatasetBenchArgs {
+  int repeats = 21;
+  bool keep = false;
+  std::string work;  // default: a temporary folder
+  bool json = false;
+};
+
+void run(const DatasetBenchArgs& args) {
+  const int repeats = args.repeats;
+  const bool json = args.json;
+  const fs::path work = args.work.empty() ? fs::temp_directory_path() / ("expnet-bench-dataset-" + std::to_string(::getpid())) : fs::path(args.work);
   fs::create_directories(work);
   const std::string data = (work / "dataset_coco.json").string(), db = (work / "index.sqlite").string();
   auto start = Clock::now();
@@ -114,16 +122,12 @@ void run(int repeats, bool keep, const std::string& work_arg, bool json) {
     auto q = Clock::now();
     query.count_total = false;
     page = index.query(query);
-    page_ms.push_back(seconds_since(q) * 1e3);
+    page_ms.push_back(ms_since(q));
     q = Clock::now();
     query.count_total = true;
     page = index.query(query);
-    total_ms.push_back(seconds_since(q) * 1e3);
+    total_ms.push_back(ms_since(q));
   }
-  auto median = [](std::vector<double> v) {
-    std::sort(v.begin(), v.end());
-    return v[v.size() / 2];
-  };
   const double db_mb = static_cast<double>(fs::file_size(db)) / 1e6;
   if (json) {
     std::cout << nlohmann::json({{"images", report.images}, {"captions", report.captions}, {"load_s", load_s},
@@ -142,14 +146,22 @@ void run(int repeats, bool keep, const std::string& work_arg, bool json) {
               << " (target < 50 ms); with the match count: " << median(total_ms) << " ms; " << page.total
               << " matching images, " << page.images.size() << " on the page\n";
   }
-  if (!keep) fs::remove_all(work);
+  if (!args.keep) fs::remove_all(work);
 }
 
 // Images per second through the loader with 1 and 2 worker threads, images
 // decoded as training decodes them (load_image_rgb: EXIF, bomb guard,
 // truncation checks, RGB).
-void run_loader(const std::string& path, int64_t batches, int64_t batch_size, bool json) {
-  const Dataset dataset = load_dataset(path);
+struct LoaderBenchArgs {
+  std::string dataset;
+  int64_t batches = 60, batch_size = 48;
+  bool json = false;
+};
+
+void run_loader(const LoaderBenchArgs& args) {
+  const int64_t batches = args.batches, batch_size = args.batch_size;
+  const bool json = args.json;
+  const Dataset dataset = load_dataset(args.dataset);
   const Vocabulary vocabulary = build_vocabulary(dataset, 1).vocabulary;
   const ImageSource decode = [](const std::string& file) { return load_image_rgb(file); };
   nlohmann::json out = {{"dataset", dataset.source}, {"batch_size", batch_size}, {"batches", batches}};
@@ -173,39 +185,21 @@ void run_loader(const std::string& path, int64_t batches, int64_t batch_size, bo
 }
 
 const bool registered_loader = register_command({"bench", 201, [](CLI::App& root) {
-  auto* group = command_group(root, "bench", "Benchmarks that print figures (medians)");
-  auto* command = group->add_subcommand("loader", "Images per second through the training loader with 1 and 2 worker threads");
-  auto runtime = add_runtime_options(command);
-  auto path = std::make_shared<std::string>();
-  auto batches = std::make_shared<int64_t>(60);
-  auto batch_size = std::make_shared<int64_t>(48);
-  auto json = std::make_shared<bool>(false);
-  command->add_option("--dataset", *path, "Dataset with images (e.g. one written by expnet dataset make-shapes)")->required();
-  command->add_option("--batches", *batches, "Batches timed per thread count")->capture_default_str()->check(CLI::PositiveNumber);
-  command->add_option("--batch-size", *batch_size, "Items per batch")->capture_default_str()->check(CLI::PositiveNumber);
-  command->add_flag("--json", *json, "Print one compact JSON object");
-  command->callback([=] {
-    apply_runtime(*runtime);
-    run_loader(*path, *batches, *batch_size, *json);
-  });
+  auto [command, args] = add_command<LoaderBenchArgs>(
+      bench_group(root), "loader", "Images per second through the training loader with 1 and 2 worker threads", run_loader);
+  command->add_option("--dataset", args->dataset, "Dataset with images (e.g. one written by expnet dataset make-shapes)")->required();
+  command->add_option("--batches", args->batches, "Batches timed per thread count")->capture_default_str()->check(CLI::PositiveNumber);
+  command->add_option("--batch-size", args->batch_size, "Items per batch")->capture_default_str()->check(CLI::PositiveNumber);
+  command->add_flag("--json", args->json, "Print one compact JSON object");
 }});
 
 const bool registered = register_command({"bench", 200, [](CLI::App& root) {
-  auto* group = command_group(root, "bench", "Benchmarks that print figures (medians)");
-  auto* command = group->add_subcommand("dataset", "Index a synthetic COCO-sized dataset (123k images, 616k captions) and time a query");
-  auto runtime = add_runtime_options(command);
-  auto repeats = std::make_shared<int>(21);
-  auto keep = std::make_shared<bool>(false);
-  auto work = std::make_shared<std::string>();
-  auto json = std::make_shared<bool>(false);
-  command->add_option("--repeats", *repeats, "Query repeats (median reported)")->capture_default_str()->check(CLI::PositiveNumber);
-  command->add_option("--work", *work, "Folder for the synthetic file and index (default: a temporary folder)");
-  command->add_flag("--keep", *keep, "Keep the synthetic file and the index");
-  command->add_flag("--json", *json, "Print one compact JSON object");
-  command->callback([=] {
-    apply_runtime(*runtime);
-    run(*repeats, *keep, *work, *json);
-  });
+  auto [command, args] = add_command<DatasetBenchArgs>(
+      bench_group(root), "dataset", "Index a synthetic COCO-sized dataset (123k images, 616k captions) and time a query", run);
+  command->add_option("--repeats", args->repeats, "Query repeats (median reported)")->capture_default_str()->check(CLI::PositiveNumber);
+  command->add_option("--work", args->work, "Folder for the synthetic file and index (default: a temporary folder)");
+  command->add_flag("--keep", args->keep, "Keep the synthetic file and the index");
+  command->add_flag("--json", args->json, "Print one compact JSON object");
 }});
 
 }  // namespace

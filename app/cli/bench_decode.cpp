@@ -7,13 +7,12 @@
 #include <torch/torch.h>
 
 #include <algorithm>
-#include <chrono>
-#include <fstream>
 #include <iostream>
 #include <map>
 #include <optional>
 #include <opencv2/core.hpp>
 
+#include "bench_stats.h"
 #include "command.h"
 #include "decode_options_cli.h"
 #include "expnet/decode/captioner.h"
@@ -27,20 +26,7 @@
 namespace expnet::cli {
 namespace {
 
-using Clock = std::chrono::steady_clock;
-
-double median(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  return v.empty() ? 0 : v[v.size() / 2];
-}
-
-double peak_rss_mb() {
-  std::ifstream status("/proc/self/status");
-  std::string line;
-  while (std::getline(status, line))
-    if (line.rfind("VmHWM:", 0) == 0) return std::stod(line.substr(6)) / 1024.0;
-  return 0;
-}
+using Clock = BenchClock;
 
 struct BenchArgs {
   std::string model = "official";
@@ -69,7 +55,6 @@ DecodingOptions forced_options(const BenchArgs& args, int steps) {
 }
 
 std::unique_ptr<Captioner> make_captioner(const BenchArgs& args, const RuntimeOptions& runtime) {
-  apply_runtime(runtime);
   spdlog::info("building a random '{}' model (seed {})", args.model, args.seed);
   auto captioner = Captioner::create_random(resolve_model_config(args.model), bench_vocabulary(args), runtime.device, args.seed);
   spdlog::info("built in {:.0f} ms", captioner->load_ms());
@@ -91,7 +76,7 @@ double time_decode_once(Captioner& captioner, const at::Tensor& encoded, Decoder
   auto decoder = captioner.make_decoder(encoded, kind);
   auto results = decode(*decoder, encoded.size(0), special, options);
   steps = results.front().steps;
-  return std::chrono::duration<double, std::milli>(Clock::now() - start).count();
+  return ms_since(start);
 }
 
 void profile_decode(Captioner& captioner, const at::Tensor& encoded, DecoderKind kind, const BenchArgs& args) {
@@ -233,23 +218,18 @@ void add_common(CLI::App* command, BenchArgs& args) {
 }
 
 const bool registered = register_command({"bench-decode", 90, [](CLI::App& root) {
-  auto* bench = command_group(root, "bench", "Benchmarks that print measured figures (medians)");
   {
-    auto* command = bench->add_subcommand("decode", "Full-recompute vs incremental decoding, batch 1 and 8");
-    auto runtime = add_runtime_options(command);
-    auto args = std::make_shared<BenchArgs>();
+    auto [command, args] = add_command<BenchArgs>(bench_group(root), "decode",
+                                                  "Full-recompute vs incremental decoding, batch 1 and 8", run_decode);
     add_common(command, *args);
     command->add_option("--words", args->steps, "Words forced per caption")->check(CLI::PositiveNumber);
     command->add_option("--batches", args->batches, "Batch sizes")->check(CLI::PositiveNumber);
-    command->callback([runtime, args] { run_decode(*runtime, *args); });
   }
   {
-    auto* command = bench->add_subcommand("caption", "End-to-end caption time of one image (preprocess, encode, decode)");
-    auto runtime = add_runtime_options(command);
-    auto args = std::make_shared<BenchArgs>();
+    auto [command, args] = add_command<BenchArgs>(
+        bench_group(root), "caption", "End-to-end caption time of one image (preprocess, encode, decode)", run_caption);
     add_common(command, *args);
     command->add_option("--words", args->steps, "Max words (max-len = words + 1)")->check(CLI::PositiveNumber);
-    command->callback([runtime, args] { run_caption(*runtime, *args); });
   }
 }});
 

@@ -8,11 +8,9 @@
 #include <nlohmann/json.hpp>
 #include <spdlog/spdlog.h>
 
-#include <algorithm>
-#include <chrono>
-#include <fstream>
 #include <iostream>
 
+#include "bench_stats.h"
 #include "command.h"
 #include "expnet/decode/decoder_state.h"
 #include "expnet/model/expansion_net.h"
@@ -31,29 +29,7 @@ struct Options {
   bool skip_backbone = false;
 };
 
-double median(std::vector<double> values) {
-  std::sort(values.begin(), values.end());
-  const size_t n = values.size();
-  return n % 2 ? values[n / 2] : 0.5 * (values[n / 2 - 1] + values[n / 2]);
-}
-
-double peak_rss_mb() {
-  std::ifstream status("/proc/self/status");
-  std::string line;
-  while (std::getline(status, line))
-    if (line.rfind("VmHWM:", 0) == 0) return std::stod(line.substr(6)) / 1024.0;  // kB
-  return -1;
-}
-
-template <typename F>
-double time_ms(F&& f) {
-  const auto start = std::chrono::steady_clock::now();
-  f();
-  return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
-}
-
-void run(const RuntimeOptions& runtime, const Options& o) {
-  apply_runtime(runtime);
+void run(const Options& o) {
   const ModelConfig config = resolve_model_config(o.model);
   if (o.batch <= 0 || o.repeats <= 0 || o.warmup < 0 || o.vocab_size <= 0)
     throw std::runtime_error("--batch, --repeats and --vocab-size must be positive, --warmup non-negative");
@@ -70,13 +46,13 @@ void run(const RuntimeOptions& runtime, const Options& o) {
   std::vector<double> backbone_ms, encode_ms, decode_ms, incremental_ms;
   for (int i = 0; i < o.warmup + o.repeats; ++i) {
     torch::Tensor features, enc;
-    const double b = o.skip_backbone ? 0.0 : time_ms([&] { features = model->backbone(images); });
+    const double b = o.skip_backbone ? 0.0 : wall_ms([&] { features = model->backbone(images); });
     if (o.skip_backbone)  // random features in place of the backbone's
       features = torch::randn({o.batch, config.feature_tokens(), config.final_swin_dim});
-    const double e = time_ms([&] { enc = model->encode(features); });
-    const double d = time_ms([&] { model->decode(enc, tokens, mask); });
+    const double e = wall_ms([&] { enc = model->encode(features); });
+    const double d = wall_ms([&] { model->decode(enc, tokens, mask); });
     // The same positions one at a time with the caches (keys/values included).
-    const double inc = time_ms([&] {
+    const double inc = wall_ms([&] {
       DecoderState state(model, enc);
       for (int64_t t = 0; t < o.tokens; ++t) state.step(tokens.select(1, t));
     });
@@ -116,10 +92,8 @@ void run(const RuntimeOptions& runtime, const Options& o) {
 }
 
 const bool registered = register_command({"bench forward", 200, [](CLI::App& root) {
-  auto* bench = command_group(root, "bench", "Benchmarks (medians over repeated runs)");
-  auto* command = bench->add_subcommand("forward", "Time one forward pass (backbone, encoder, decoder) on random input");
-  auto runtime = add_runtime_options(command);
-  auto o = std::make_shared<Options>();
+  auto [command, o] = add_command<Options>(bench_group(root), "forward",
+                                          "Time one forward pass (backbone, encoder, decoder) on random input", run);
   command->add_option("--model", o->model, "Preset or model config JSON")->capture_default_str();
   command->add_option("--vocab-size", o->vocab_size, "Vocabulary size")->capture_default_str();
   command->add_option("--batch", o->batch, "Images per forward pass")->capture_default_str();
@@ -128,7 +102,6 @@ const bool registered = register_command({"bench forward", 200, [](CLI::App& roo
   command->add_option("--warmup", o->warmup, "Untimed runs first")->capture_default_str();
   command->add_flag("--skip-backbone", o->skip_backbone, "Feed random features to the encoder (backbone time 0)");
   command->add_flag("--json", o->json, "Print one compact JSON object");
-  command->callback([runtime, o] { run(*runtime, *o); });
 }});
 
 }  // namespace

@@ -10,13 +10,12 @@
 #include <opencv2/imgcodecs.hpp>
 #include <opencv2/imgproc.hpp>
 
-#include <algorithm>
-#include <chrono>
 #include <functional>
 #include <iostream>
 #include <string>
 #include <vector>
 
+#include "bench_stats.h"
 #include "command.h"
 #include "expnet/image/image_decode.h"
 #include "expnet/image/pil_resize.h"
@@ -33,17 +32,8 @@ struct BenchOptions {
   bool json = false;
 };
 
-double median_ms(int repeats, const std::function<void()>& work) {
-  std::vector<double> ms;
-  work();  // warm-up (page faults, tables)
-  for (int i = 0; i < repeats; ++i) {
-    const auto start = std::chrono::steady_clock::now();
-    work();
-    ms.push_back(std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count());
-  }
-  std::sort(ms.begin(), ms.end());
-  return ms[ms.size() / 2];
-}
+// Median wall time after one untimed run (page faults, tables).
+double median_ms(int repeats, const std::function<void()>& work) { return median_timing(repeats, work, 1).wall_ms; }
 
 std::vector<uint8_t> synthetic_jpeg(int width, int height) {
   // Smooth shapes plus mild noise: compresses like a photo, not like pure noise.
@@ -60,8 +50,7 @@ std::vector<uint8_t> synthetic_jpeg(int width, int height) {
   return {out.begin(), out.end()};
 }
 
-void run(const RuntimeOptions& runtime, const BenchOptions& options) {
-  apply_runtime(runtime);
+void run(const BenchOptions& options) {
   std::vector<uint8_t> bytes;
   std::string label = options.file;
   if (options.file.empty()) {
@@ -95,17 +84,14 @@ void run(const RuntimeOptions& runtime, const BenchOptions& options) {
 }
 
 const bool registered = register_command({"bench-image", 200, [](CLI::App& root) {
-  auto* group = command_group(root, "bench", "Measure speed (medians of repeated runs)");
-  auto* command = group->add_subcommand("image", "Time image decoding and the model's preprocessing");
-  auto runtime = add_runtime_options(command);
-  auto options = std::make_shared<BenchOptions>();
+  auto [command, options] =
+      add_command<BenchOptions>(bench_group(root), "image", "Time image decoding and the model's preprocessing", run);
   command->add_option("file", options->file, "Image file (default: a synthetic photo-sized JPEG)");
   command->add_option("--width", options->width, "Synthetic image width")->capture_default_str();
   command->add_option("--height", options->height, "Synthetic image height")->capture_default_str();
   command->add_option("--size", options->size, "Model input size")->capture_default_str();
   command->add_option("--repeats", options->repeats, "Timed runs per step")->check(CLI::PositiveNumber)->capture_default_str();
   command->add_flag("--json", options->json, "One compact JSON object");
-  command->callback([runtime, options] { run(*runtime, *options); });
 }});
 
 }  // namespace

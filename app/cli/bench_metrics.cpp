@@ -3,14 +3,12 @@
 #include <nlohmann/json.hpp>
 
 #include <algorithm>
-#include <time.h>
-
-#include <chrono>
 #include <cstdio>
 #include <iostream>
 #include <map>
 #include <memory>
 
+#include "bench_stats.h"
 #include "command.h"
 #include "expnet/text/caption_text.h"
 #include "expnet/metrics/scorers.h"
@@ -18,8 +16,6 @@
 
 namespace expnet::cli {
 namespace {
-
-using Clock = std::chrono::steady_clock;
 
 // SplitMix64: the same captions on every machine and library version.
 class Random {
@@ -90,57 +86,26 @@ Corpus generate_corpus(size_t images, size_t references_per_image, size_t sample
   return corpus;
 }
 
-double thread_cpu_ms() {
-  timespec now{};
-  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &now);
-  return static_cast<double>(now.tv_sec) * 1e3 + static_cast<double>(now.tv_nsec) * 1e-6;
-}
-
-double median(std::vector<double> values) {
-  std::sort(values.begin(), values.end());
-  return values[values.size() / 2];
-}
-
-// Median wall time and median CPU time of this thread. On a busy machine the
-// wall time includes waiting for a core; the CPU time does not.
-struct Timing {
-  double wall_ms = 0, cpu_ms = 0;
-};
-
-template <typename Work>
-Timing measure(int repeats, Work work) {
-  std::vector<double> wall, cpu;
-  for (int i = 0; i < repeats; ++i) {
-    const auto start = Clock::now();
-    const double cpu_start = thread_cpu_ms();
-    work();
-    cpu.push_back(thread_cpu_ms() - cpu_start);
-    wall.push_back(std::chrono::duration<double, std::milli>(Clock::now() - start).count());
-  }
-  return {median(wall), median(cpu)};
-}
-
 struct Options {
   int repeats = 7;
   bool json = false;
 };
 
-void run(const RuntimeOptions& runtime, const Options& options) {
-  apply_runtime(runtime);
+void run(const Options& options) {
   constexpr size_t kImages = 5000, kReferences = 5, kSamples = 5;
   const int repeats = std::max(1, options.repeats);
   const Corpus corpus = generate_corpus(kImages, kReferences, kSamples);
 
   EvalSet set;
-  const Timing tokenize = measure(repeats, [&] {
+  const Timing tokenize = median_timing(repeats, [&] {
     EvalSet fresh;
     for (size_t i = 0; i < kImages; ++i) fresh.add_raw(std::to_string(i), corpus.candidates[i], corpus.references[i]);
     set = std::move(fresh);
   });
   double checksum = 0;  // printed, so the work cannot be optimised away
-  const Timing bleu = measure(repeats, [&] { checksum += compute_bleu(set).corpus[3]; });
-  const Timing rouge = measure(repeats, [&] { checksum += compute_rouge_l(set).corpus; });
-  const Timing cider = measure(repeats, [&] { checksum += compute_cider_d(set).corpus; });
+  const Timing bleu = median_timing(repeats, [&] { checksum += compute_bleu(set).corpus[3]; });
+  const Timing rouge = median_timing(repeats, [&] { checksum += compute_rouge_l(set).corpus; });
+  const Timing cider = median_timing(repeats, [&] { checksum += compute_cider_d(set).corpus; });
 
   // Reward mode: training references cleaned as for training; 5 samples per
   // image scored in one call, as words and as token ids.
@@ -155,8 +120,8 @@ void run(const RuntimeOptions& runtime, const Options& options) {
     }
   }
   std::unique_ptr<CiderDReward> reward;
-  const Timing reward_setup = measure(repeats, [&] { reward = std::make_unique<CiderDReward>(train_refs); });
-  const Timing reward_words = measure(repeats, [&] { checksum += reward->score(sample_images, samples)[0]; });
+  const Timing reward_setup = median_timing(repeats, [&] { reward = std::make_unique<CiderDReward>(train_refs); });
+  const Timing reward_words = median_timing(repeats, [&] { checksum += reward->score(sample_images, samples)[0]; });
 
   std::vector<std::string> idx2word;
   std::map<std::string, int64_t> word2idx;
@@ -173,7 +138,7 @@ void run(const RuntimeOptions& runtime, const Options& options) {
     sample_ids.back().push_back(eos);
   }
   reward->set_vocabulary(idx2word, eos);
-  const Timing reward_ids = measure(repeats, [&] { checksum += reward->score_ids(sample_images, sample_ids)[0]; });
+  const Timing reward_ids = median_timing(repeats, [&] { checksum += reward->score_ids(sample_images, sample_ids)[0]; });
 
   const std::vector<std::pair<const char*, Timing>> rows = {
       {"tokenize", tokenize}, {"Bleu", bleu},         {"ROUGE_L", rouge},       {"CIDEr", cider},
@@ -210,14 +175,12 @@ void run(const RuntimeOptions& runtime, const Options& options) {
 }
 
 const bool registered = register_command({"bench-metrics", 200, [](CLI::App& root) {
-  auto* bench = command_group(root, "bench", "Measure the speed of engine parts");
-  auto* command = bench->add_subcommand("metrics", "Time tokenizer, BLEU, ROUGE-L, CIDEr-D and the SCST reward on 5000 images x 5 references");
-  auto runtime = add_runtime_options(command);
-  auto options = std::make_shared<Options>();
+  auto [command, options] = add_command<Options>(
+      bench_group(root), "metrics",
+      "Time tokenizer, BLEU, ROUGE-L, CIDEr-D and the SCST reward on 5000 images x 5 references", run);
   command->add_option("--repeats", options->repeats, "Runs per measurement (the median is printed)")
       ->check(CLI::PositiveNumber);
   command->add_flag("--json", options->json, "Print one compact JSON object");
-  command->callback([runtime, options] { run(*runtime, *options); });
 }});
 
 }  // namespace

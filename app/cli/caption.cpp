@@ -38,7 +38,6 @@ nlohmann::json to_json(const CaptionedImage& item, bool with_logprobs) {
 }
 
 void run(const RuntimeOptions& runtime, const CaptionArgs& args) {
-  apply_runtime(runtime);
   const auto inputs = expand_image_inputs(args.inputs);
   auto captioner = load_captioner(args.model, runtime);
   const DecodingOptions options = args.decode.options();
@@ -85,9 +84,7 @@ void run(const RuntimeOptions& runtime, const CaptionArgs& args) {
 }
 
 const bool registered = register_command({"caption", 20, [](CLI::App& root) {
-  auto* command = root.add_subcommand("caption", "Caption images and folders of images");
-  auto runtime = add_runtime_options(command);
-  auto args = std::make_shared<CaptionArgs>();
+  auto [command, args] = add_command<CaptionArgs>(&root, "caption", "Caption images and folders of images", run);
   add_model_options(command, args->model);
   add_decode_options(command, args->decode);
   command->add_option("images", args->inputs, "Image files or folders (walked recursively)")->required();
@@ -96,7 +93,6 @@ const bool registered = register_command({"caption", 20, [](CLI::App& root) {
       ->check(CLI::IsMember({"incremental", "full"}));
   command->add_flag("--no-exif", args->no_exif, "Ignore EXIF orientation (as the reference does)");
   command->add_flag("--json", args->json, "One compact JSON object per image on stdout");
-  command->callback([runtime, args] { run(*runtime, *args); });
 }});
 
 }  // namespace

@@ -63,8 +63,7 @@ void require_matching(const ExpectedShapes& expected, const NamedTensors& state,
                            " (nothing written; pass the config the checkpoint was trained with):" + detail);
 }
 
-void run_export(const RuntimeOptions& runtime, const ExportArgs& args) {
-  apply_runtime(runtime);
+void run_export(const ExportArgs& args) {
   CheckpointMetadata metadata;
   const ModelConfig config = resolve_model_config(args.model);
   metadata.config_json = config.to_json();
@@ -121,10 +120,16 @@ void walk(const pickle::Value& v, const std::string& path, int depth, bool json)
   }
 }
 
-void run_inspect(const RuntimeOptions& runtime, const std::string& path, bool json, bool all) {
-  apply_runtime(runtime);
+struct InspectArgs {
+  std::string file;
+  bool json = false, all = false;
+};
+
+void run_inspect(const InspectArgs& args) {
+  const std::string& path = args.file;
+  const bool json = args.json;
   PthFile file(path);
-  if (all) {
+  if (args.all) {
     walk(file.root(), "", 0, json);
     return;
   }
@@ -147,27 +152,22 @@ void run_inspect(const RuntimeOptions& runtime, const std::string& path, bool js
 }
 
 const bool registered = register_command({"checkpoint", 40, [](CLI::App& root) {
-  CLI::App* group = command_group(root, "checkpoint", "Read, convert and inspect PyTorch checkpoints (.pth)");
+  CLI::App* group = checkpoint_group(root);
 
-  auto* exporter = group->add_subcommand("export", "Write our .pth layout (model_state_dict + config + vocabulary) from any checkpoint we can read");
-  auto export_runtime = add_runtime_options(exporter);
-  auto export_args = std::make_shared<ExportArgs>();
+  auto [exporter, export_args] = add_command<ExportArgs>(
+      group, "export", "Write our .pth layout (model_state_dict + config + vocabulary) from any checkpoint we can read",
+      run_export);
   exporter->add_option("--model", export_args->model, "Model preset (official, tiny, small) or config JSON file")->required();
   exporter->add_option("--checkpoint", export_args->checkpoint, "Input checkpoint (.pth: reference, Swin or ours)")
       ->required()->check(CLI::ExistingFile);
   exporter->add_option("--out", export_args->out, "Output .pth")->required();
   exporter->add_option("--vocab", export_args->vocab, "Vocabulary (demo_coco_tokens.pickle or our JSON)")->check(CLI::ExistingFile);
-  exporter->callback([export_runtime, export_args] { run_export(*export_runtime, *export_args); });
 
-  auto* inspect = group->add_subcommand("inspect", "List the state_dict entries (name, dtype, shape) of a .pth file");
-  auto inspect_runtime = add_runtime_options(inspect);
-  auto file = std::make_shared<std::string>();
-  auto json = std::make_shared<bool>(false);
-  auto all = std::make_shared<bool>(false);
-  inspect->add_option("file", *file, "Checkpoint (.pth)")->required()->check(CLI::ExistingFile);
-  inspect->add_flag("--json", *json, "One compact JSON object per entry: {\"name\",\"dtype\",\"shape\"}");
-  inspect->add_flag("--all", *all, "Every tensor of the file (optimizer state too), named by its key path a/b/c");
-  inspect->callback([inspect_runtime, file, json, all] { run_inspect(*inspect_runtime, *file, *json, *all); });
+  auto [inspect, inspect_args] = add_command<InspectArgs>(
+      group, "inspect", "List the state_dict entries (name, dtype, shape) of a .pth file", run_inspect);
+  inspect->add_option("file", inspect_args->file, "Checkpoint (.pth)")->required()->check(CLI::ExistingFile);
+  inspect->add_flag("--json", inspect_args->json, "One compact JSON object per entry: {\"name\",\"dtype\",\"shape\"}");
+  inspect->add_flag("--all", inspect_args->all, "Every tensor of the file (optimizer state too), named by its key path a/b/c");
 }});
 
 }  // namespace

@@ -24,8 +24,7 @@ struct InitArgs {
   uint64_t seed = 0;
 };
 
-void run(const RuntimeOptions& runtime, const InitArgs& args) {
-  apply_runtime(runtime);
+void run(const InitArgs& args) {
   auto captioner = Captioner::create_random(resolve_model_config(args.model), load_vocabulary(args.vocab), "cpu", args.seed);
   CheckpointMetadata metadata;
   metadata.config_json = captioner->config().to_json();
@@ -35,15 +34,12 @@ void run(const RuntimeOptions& runtime, const InitArgs& args) {
 }
 
 const bool registered = register_command({"checkpoint-init", 60, [](CLI::App& root) {
-  auto* group = command_group(root, "checkpoint", "Read, convert and inspect PyTorch checkpoints (.pth)");
-  auto* command = group->add_subcommand("init", "Write a randomly initialised (seeded) model as a checkpoint");
-  auto runtime = add_runtime_options(command);
-  auto args = std::make_shared<InitArgs>();
+  auto [command, args] =
+      add_command<InitArgs>(checkpoint_group(root), "init", "Write a randomly initialised (seeded) model as a checkpoint", run);
   command->add_option("--model", args->model, "Model preset or config JSON")->required();
   command->add_option("--vocab", args->vocab, "Vocabulary (.pickle or .json)")->required();
   command->add_option("--out", args->out, "Output .pth")->required();
   command->add_option("--seed", args->seed, "Initialisation seed");
-  command->callback([runtime, args] { run(*runtime, *args); });
 }});
 
 }  // namespace

@@ -32,6 +32,18 @@ CLI::App* command_group(CLI::App& root, const std::string& name, const std::stri
   return group;
 }
 
+CLI::App* bench_group(CLI::App& root) {
+  return command_group(root, "bench", "Benchmarks that print measured figures (medians)");
+}
+
+CLI::App* checkpoint_group(CLI::App& root) {
+  return command_group(root, "checkpoint", "Read, convert and inspect PyTorch checkpoints (.pth)");
+}
+
+CLI::App* dataset_group(CLI::App& root) {
+  return command_group(root, "dataset", "Captioning datasets: statistics, vocabulary, demo set, index");
+}
+
 std::shared_ptr<RuntimeOptions> add_runtime_options(CLI::App* command) {
   auto options = std::make_shared<RuntimeOptions>();
   command->add_option("--threads", options->threads, "CPU threads for LibTorch and OpenBLAS (0 = all cores)")

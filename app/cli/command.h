@@ -9,6 +9,8 @@
 #include <functional>
 #include <memory>
 #include <string>
+#include <type_traits>
+#include <utility>
 
 #include "expnet/system/system.h"
 
@@ -26,10 +28,32 @@ void install_commands(CLI::App& root);
 // A command group shared by several files (e.g. "bench", "dataset",
 // "checkpoint"): returns the existing subcommand or creates it.
 CLI::App* command_group(CLI::App& root, const std::string& name, const std::string& description);
+// The groups that subcommands of several files join, each described once.
+CLI::App* bench_group(CLI::App& root);
+CLI::App* checkpoint_group(CLI::App& root);
+CLI::App* dataset_group(CLI::App& root);
 
 // --threads and --device, which every subcommand takes. Call apply_runtime()
 // (expnet/system/system.h) with the result at the start of the command's callback.
 std::shared_ptr<RuntimeOptions> add_runtime_options(CLI::App* command);
+
+// The subcommand `name` of `parent` with --threads and --device and an Args for
+// the options the caller adds; when it runs, it applies the runtime options and
+// calls run(runtime, args) or run(args). Returns the subcommand and its Args.
+template <typename Args, typename Run>
+std::pair<CLI::App*, Args*> add_command(CLI::App* parent, const std::string& name, const std::string& description, Run run) {
+  auto* command = parent->add_subcommand(name, description);
+  auto runtime = add_runtime_options(command);
+  auto args = std::make_shared<Args>();
+  command->callback([runtime, args, run] {
+    apply_runtime(*runtime);
+    if constexpr (std::is_invocable_v<Run, const RuntimeOptions&, const Args&>)
+      run(*runtime, *args);
+    else
+      run(*args);
+  });
+  return {command, args.get()};
+}
 
 // Exit status of the process once the command returns (partial failures, e.g.
 // some images could not be read, set it to 1 but let the command finish).

@@ -1,4 +1,5 @@
-// expnet dataset stats | vocab: what a captioning dataset holds, and its vocabulary.
+// expnet dataset stats | vocab | make-shapes: what a captioning dataset holds, its
+// vocabulary, and the built-in demo set.
 #include <nlohmann/json.hpp>
 #include <spdlog/spdlog.h>
 
@@ -7,34 +8,12 @@
 #include <mutex>
 
 #include "command.h"
+#include "dataset_options_cli.h"
 #include "expnet/data/dataset.h"
 #include "expnet/data/shapes_dataset.h"
 
 namespace expnet::cli {
 namespace {
-
-struct DatasetArgs {
-  std::string path;
-  std::string format = "auto";
-  std::string image_root;
-};
-
-void add_dataset_options(CLI::App* command, DatasetArgs& args) {
-  command->add_option("--dataset", args.path, "Dataset file, or a folder holding dataset_coco.json")->required();
-  command->add_option("--format", args.format, "auto, karpathy, coco, csv or jsonl")->capture_default_str();
-  command->add_option("--image-root", args.image_root, "Folder the image paths are relative to (default: the dataset file's folder)");
-}
-
-Dataset load(const DatasetArgs& args) {
-  DatasetLoadOptions options;
-  options.format = parse_format(args.format);
-  options.image_root = args.image_root;
-  spdlog::info("reading {}", args.path);
-  Dataset dataset = load_dataset(args.path, options);
-  spdlog::info("{} ({}): {} images, {} captions", dataset.source, format_name(dataset.format), dataset.images.size(),
-               dataset.caption_count());
-  return dataset;
-}
 
 void print_stats(const Dataset& dataset, const DatasetStats& stats, int min_count, bool as_json) {
   if (as_json) {
@@ -84,101 +63,119 @@ void print_stats(const Dataset& dataset, const DatasetStats& stats, int min_coun
   std::cout << "\n";
 }
 
-void install_stats(CLI::App* group) {
-  auto* command = group->add_subcommand("stats", "Images and captions per split, caption lengths, word frequencies, vocabulary coverage");
-  auto runtime = add_runtime_options(command);
-  auto args = std::make_shared<DatasetArgs>();
-  add_dataset_options(command, *args);
-  auto min_count = std::make_shared<int>(5);
-  auto top = std::make_shared<size_t>(20);
-  auto json = std::make_shared<bool>(false);
-  command->add_option("--min-count", *min_count, "Words seen fewer times in train + restval become UNK")->capture_default_str()->check(CLI::PositiveNumber);
-  command->add_option("--top", *top, "How many of the most frequent words to list")->capture_default_str();
-  command->add_flag("--json", *json, "Print one compact JSON object");
-  command->callback([=] {
-    apply_runtime(*runtime);
-    const Dataset dataset = load(*args);
-    print_stats(dataset, compute_stats(dataset, *min_count, *top), *min_count, *json);
-  });
+// What stats and vocab share: the dataset, and how often a training word must
+// be seen to enter the vocabulary.
+struct VocabularyArgs {
+  DatasetArgs dataset;
+  int min_count = 5;
+  bool json = false;
+};
+
+template <typename Args>
+std::pair<CLI::App*, Args*> add_vocabulary_command(CLI::App* group, const std::string& name, const std::string& description,
+                                                   void (*run)(const Args&), const std::string& min_count_help) {
+  auto [command, args] = add_command<Args>(group, name, description, run);
+  add_dataset_options(command, args->dataset);
+  command->add_option("--min-count", args->min_count, min_count_help)->capture_default_str()->check(CLI::PositiveNumber);
+  return {command, args};
 }
 
-void install_vocab(CLI::App* group) {
-  auto* command = group->add_subcommand("vocab", "Build the vocabulary (words seen at least --min-count times in train + restval, plus PAD SOS EOS UNK)");
-  auto runtime = add_runtime_options(command);
-  auto args = std::make_shared<DatasetArgs>();
-  add_dataset_options(command, *args);
-  auto min_count = std::make_shared<int>(5);
-  auto out = std::make_shared<std::string>();
-  auto json = std::make_shared<bool>(false);
-  command->add_option("--min-count", *min_count, "Words seen fewer times become UNK")->capture_default_str()->check(CLI::PositiveNumber);
-  command->add_option("--out", *out, "Vocabulary JSON file to write")->required();
-  command->add_flag("--json", *json, "Print a compact JSON summary");
-  command->callback([=] {
-    apply_runtime(*runtime);
-    const Dataset dataset = load(*args);
-    const VocabularyBuild build = build_vocabulary(dataset, *min_count);
-    if (build.total_tokens == 0)
-      throw std::runtime_error(dataset.source + " has no train or restval captions, so there is nothing to build a vocabulary from");
-    build.vocabulary.save_json(*out);
-    const double coverage = 1.0 - static_cast<double>(build.unk_tokens) / static_cast<double>(build.total_tokens);
-    if (*json) {
-      std::cout << nlohmann::json({{"out", *out}, {"size", build.vocabulary.size()}, {"kept_words", build.kept_words},
-                                   {"unk_words", build.dropped_words}, {"training_tokens", build.total_tokens},
-                                   {"unk_tokens", build.unk_tokens}, {"coverage", coverage}, {"min_count", *min_count}})
-                       .dump()
-                << std::endl;
-    } else {
-      std::cout << "wrote " << *out << ": " << build.vocabulary.size() << " entries (" << build.kept_words
-                << " words seen >= " << *min_count << " times + PAD SOS EOS UNK); " << build.dropped_words
-                << " rarer words become UNK (" << build.unk_tokens << " of " << build.total_tokens
-                << " training tokens, coverage " << std::fixed << std::setprecision(2) << 100.0 * coverage << "%)\n";
-    }
-  });
+struct StatsArgs : VocabularyArgs {
+  size_t top = 20;
+};
+
+void run_stats(const StatsArgs& args) {
+  const Dataset dataset = read_dataset(args.dataset);
+  print_stats(dataset, compute_stats(dataset, args.min_count, args.top), args.min_count, args.json);
 }
 
-void install_make_shapes(CLI::App* group) {
-  auto* command = group->add_subcommand("make-shapes", "Write the built-in demo set: rendered shape scenes with five spatial captions each (Karpathy format)");
-  auto runtime = add_runtime_options(command);
-  auto options = std::make_shared<ShapesOptions>();
-  auto json = std::make_shared<bool>(false);
-  command->add_option("--out", options->out_dir, "Folder to write (dataset_coco.json and images/)")->required();
-  command->add_option("--images", options->images, "Number of images")->capture_default_str()->check(CLI::Range(int64_t(1), int64_t(10000000)));
-  command->add_option("--seed", options->seed, "Seed: the same seed gives the same files")->capture_default_str();
-  command->add_option("--val-fraction", options->val_fraction, "Fraction of images in val")->capture_default_str();
-  command->add_option("--test-fraction", options->test_fraction, "Fraction of images in test")->capture_default_str();
-  command->add_flag("--json", *json, "Print a compact JSON summary");
-  command->callback([=] {
-    apply_runtime(*runtime);
-    options->threads = runtime->threads;
-    int64_t last_logged = 0;
-    std::mutex log_mutex;
-    const ShapesReport report = make_shapes_dataset(*options, [&](int64_t done, int64_t total) {
-      std::lock_guard<std::mutex> lock(log_mutex);
-      if (done == total || done - last_logged >= std::max<int64_t>(total / 10, 1)) {
-        last_logged = done;
-        spdlog::info("rendered {}/{} images", done, total);
-      }
-    });
-    if (*json) {
-      std::cout << nlohmann::json({{"dataset", report.json_path}, {"images", report.images}, {"train", report.train},
-                                   {"val", report.val}, {"test", report.test}, {"structures_used", report.structures_used},
-                                   {"seconds", report.seconds}, {"images_per_second", report.images / std::max(report.seconds, 1e-9)}})
-                       .dump()
-                << std::endl;
-    } else {
-      std::cout << "wrote " << report.json_path << ": " << report.images << " images (train " << report.train << ", val "
-                << report.val << ", test " << report.test << "), " << report.structures_used << " sentence structures, in "
-                << std::fixed << std::setprecision(2) << report.seconds << " s ("
-                << std::setprecision(0) << report.images / std::max(report.seconds, 1e-9) << " images/s)\n";
+struct VocabArgs : VocabularyArgs {
+  std::string out;
+};
+
+void run_vocab(const VocabArgs& args) {
+  const Dataset dataset = read_dataset(args.dataset);
+  const VocabularyBuild build = build_vocabulary(dataset, args.min_count);
+  if (build.total_tokens == 0)
+    throw std::runtime_error(dataset.source + " has no train or restval captions, so there is nothing to build a vocabulary from");
+  build.vocabulary.save_json(args.out);
+  const double coverage = 1.0 - static_cast<double>(build.unk_tokens) / static_cast<double>(build.total_tokens);
+  if (args.json) {
+    std::cout << nlohmann::json({{"out", args.out}, {"size", build.vocabulary.size()}, {"kept_words", build.kept_words},
+                                 {"unk_words", build.dropped_words}, {"training_tokens", build.total_tokens},
+                                 {"unk_tokens", build.unk_tokens}, {"coverage", coverage}, {"min_count", args.min_count}})
+                     .dump()
+              << std::endl;
+  } else {
+    std::cout << "wrote " << args.out << ": " << build.vocabulary.size() << " entries (" << build.kept_words
+              << " words seen >= " << args.min_count << " times + PAD SOS EOS UNK); " << build.dropped_words
+              << " rarer words become UNK (" << build.unk_tokens << " of " << build.total_tokens
+              << " training tokens, coverage " << std::fixed << std::setprecision(2) << 100.0 * coverage << "%)\n";
+  }
+}
+
+struct MakeShapesArgs {
+  ShapesOptions shapes;
+  bool json = false;
+};
+
+void run_make_shapes(const RuntimeOptions& runtime, const MakeShapesArgs& args) {
+  ShapesOptions options = args.shapes;
+  options.threads = runtime.threads;
+  int64_t last_logged = 0;
+  std::mutex log_mutex;
+  const ShapesReport report = make_shapes_dataset(options, [&](int64_t done, int64_t total) {
+    std::lock_guard<std::mutex> lock(log_mutex);
+    if (done == total || done - last_logged >= std::max<int64_t>(total / 10, 1)) {
+      last_logged = done;
+      spdlog::info("rendered {}/{} images", done, total);
     }
   });
+  if (args.json) {
+    std::cout << nlohmann::json({{"dataset", report.json_path}, {"images", report.images}, {"train", report.train},
+                                 {"val", report.val}, {"test", report.test}, {"structures_used", report.structures_used},
+                                 {"seconds", report.seconds}, {"images_per_second", report.images / std::max(report.seconds, 1e-9)}})
+                     .dump()
+              << std::endl;
+  } else {
+    std::cout << "wrote " << report.json_path << ": " << report.images << " images (train " << report.train << ", val "
+              << report.val << ", test " << report.test << "), " << report.structures_used << " sentence structures, in "
+              << std::fixed << std::setprecision(2) << report.seconds << " s ("
+              << std::setprecision(0) << report.images / std::max(report.seconds, 1e-9) << " images/s)\n";
+  }
+}
+
+void install_dataset_commands(CLI::App* group) {
+  {
+    auto [command, args] = add_vocabulary_command(
+        group, "stats", "Images and captions per split, caption lengths, word frequencies, vocabulary coverage", run_stats,
+        "Words seen fewer times in train + restval become UNK");
+    command->add_option("--top", args->top, "How many of the most frequent words to list")->capture_default_str();
+    command->add_flag("--json", args->json, "Print one compact JSON object");
+  }
+  {
+    auto [command, args] = add_vocabulary_command(
+        group, "vocab", "Build the vocabulary (words seen at least --min-count times in train + restval, plus PAD SOS EOS UNK)",
+        run_vocab, "Words seen fewer times become UNK");
+    command->add_option("--out", args->out, "Vocabulary JSON file to write")->required();
+    command->add_flag("--json", args->json, "Print a compact JSON summary");
+  }
+  {
+    auto [command, args] = add_command<MakeShapesArgs>(
+        group, "make-shapes", "Write the built-in demo set: rendered shape scenes with five spatial captions each (Karpathy format)",
+        run_make_shapes);
+    ShapesOptions& shapes = args->shapes;
+    command->add_option("--out", shapes.out_dir, "Folder to write (dataset_coco.json and images/)")->required();
+    command->add_option("--images", shapes.images, "Number of images")->capture_default_str()->check(CLI::Range(int64_t(1), int64_t(10000000)));
+    command->add_option("--seed", shapes.seed, "Seed: the same seed gives the same files")->capture_default_str();
+    command->add_option("--val-fraction", shapes.val_fraction, "Fraction of images in val")->capture_default_str();
+    command->add_option("--test-fraction", shapes.test_fraction, "Fraction of images in test")->capture_default_str();
+    command->add_flag("--json", args->json, "Print a compact JSON summary");
+  }
 }
 
 const bool registered = register_command({"dataset", 30, [](CLI::App& root) {
-  auto* group = command_group(root, "dataset", "Captioning datasets: statistics, vocabulary, demo set, index");
-  install_stats(group);
-  install_vocab(group);
-  install_make_shapes(group);
+  install_dataset_commands(dataset_group(root));
 }});
 
 }  // namespace

@@ -5,21 +5,8 @@
 namespace expnet::cli {
 
 DecodingOptions DecodeArgs::options() const {
-  DecodingOptions o;
+  DecodingOptions o = decoding;
   o.search = search == "greedy" ? SearchKind::Greedy : search == "sample" ? SearchKind::Sampling : SearchKind::Beam;
-  o.beam_size = beam;
-  o.num_hypotheses = n_best;
-  o.max_length = max_len;
-  o.min_length = min_len;
-  o.length_penalty = length_penalty;
-  o.no_repeat_ngram_size = no_repeat_ngram;
-  o.repetition_penalty = repetition_penalty;
-  o.block_bad_endings = block_bad_endings;
-  o.sampling_temperature = temperature;
-  o.sampling_topk = top_k;
-  o.sampling_topp = top_p;
-  o.seed = seed;
-  o.return_token_logprobs = true;
   return o;
 }
 
@@ -31,18 +18,19 @@ void add_model_options(CLI::App* command, ModelArgs& args) {
 
 void add_decode_options(CLI::App* command, DecodeArgs& args) {
   command->add_option("--search", args.search, "beam, greedy or sample")->check(CLI::IsMember({"beam", "greedy", "sample"}));
-  command->add_option("--beam", args.beam, "Beam size")->check(CLI::PositiveNumber);
-  command->add_option("--n-best", args.n_best, "Captions per image")->check(CLI::PositiveNumber);
-  command->add_option("--max-len", args.max_len, "Max sequence length counting SOS (default: the model's max_seq_len)");
-  command->add_option("--min-len", args.min_len, "Words before EOS is allowed");
-  command->add_option("--length-penalty", args.length_penalty, "alpha: score = sum log p / length^alpha (1 = reference)");
-  command->add_option("--no-repeat-ngram", args.no_repeat_ngram, "Block repeated n-grams of this size (0 = off)");
-  command->add_option("--repetition-penalty", args.repetition_penalty, "Penalise repeated words (1 = off)");
-  command->add_flag("--block-bad-endings", args.block_bad_endings, "No caption ending in a, the, of, on, ...");
-  command->add_option("--temperature", args.temperature, "Sampling temperature");
-  command->add_option("--top-k", args.top_k, "Sampling: keep the k most likely words (0 = all)");
-  command->add_option("--top-p", args.top_p, "Sampling: nucleus mass (1 = off)");
-  command->add_option("--seed", args.seed, "Sampling seed");
+  DecodingOptions& d = args.decoding;
+  command->add_option("--beam", d.beam_size, "Beam size")->check(CLI::PositiveNumber);
+  command->add_option("--n-best", d.num_hypotheses, "Captions per image")->check(CLI::PositiveNumber);
+  command->add_option("--max-len", d.max_length, "Max sequence length counting SOS (default: the model's max_seq_len)");
+  command->add_option("--min-len", d.min_length, "Words before EOS is allowed");
+  command->add_option("--length-penalty", d.length_penalty, "alpha: score = sum log p / length^alpha (1 = reference)");
+  command->add_option("--no-repeat-ngram", d.no_repeat_ngram_size, "Block repeated n-grams of this size (0 = off)");
+  command->add_option("--repetition-penalty", d.repetition_penalty, "Penalise repeated words (1 = off)");
+  command->add_flag("--block-bad-endings", d.block_bad_endings, "No caption ending in a, the, of, on, ...");
+  command->add_option("--temperature", d.sampling_temperature, "Sampling temperature");
+  command->add_option("--top-k", d.sampling_topk, "Sampling: keep the k most likely words (0 = all)");
+  command->add_option("--top-p", d.sampling_topp, "Sampling: nucleus mass (1 = off)");
+  command->add_option("--seed", d.seed, "Sampling seed");
   command->add_flag("--token-logprobs", args.token_logprobs, "Include per-token log-probs in --json output");
 }
 

@@ -19,12 +19,9 @@ struct ModelArgs {
 
 struct DecodeArgs {
   std::string search = "beam";
-  int beam = 5, n_best = 1, max_len = 0, min_len = 0, no_repeat_ngram = 0;
-  double length_penalty = 1.0, repetition_penalty = 1.0, temperature = 1.0, top_p = 1.0;
-  int top_k = 0;
-  uint64_t seed = 0;
-  bool block_bad_endings = false, token_logprobs = false;
-  DecodingOptions options() const;
+  DecodingOptions decoding;     // the other flags write straight into it
+  bool token_logprobs = false;  // in --json output
+  DecodingOptions options() const;  // `decoding` with --search applied
 };
 
 void add_model_options(CLI::App* command, ModelArgs& args);

@@ -9,8 +9,12 @@
 namespace expnet::cli {
 namespace {
 
-void run(const RuntimeOptions& runtime, bool json) {
-  apply_runtime(runtime);
+struct DoctorArgs {
+  bool json = false;
+};
+
+void run(const DoctorArgs& args) {
+  const bool json = args.json;
   const DoctorReport report = run_doctor();
   if (json) {
     nlohmann::json out = {{"gflops", report.gflops},
@@ -41,11 +45,9 @@ void run(const RuntimeOptions& runtime, bool json) {
 }
 
 const bool registered = register_command({"doctor", 10, [](CLI::App& root) {
-  auto* command = root.add_subcommand("doctor", "Measure matrix-multiply speed, threads, BLAS and CUDA devices");
-  auto runtime = add_runtime_options(command);
-  auto json = std::make_shared<bool>(false);
-  command->add_flag("--json", *json, "Print one compact JSON object");
-  command->callback([runtime, json] { run(*runtime, *json); });
+  auto [command, args] =
+      add_command<DoctorArgs>(&root, "doctor", "Measure matrix-multiply speed, threads, BLAS and CUDA devices", run);
+  command->add_flag("--json", args->json, "Print one compact JSON object");
 }});
 
 }  // namespace

@@ -124,7 +124,6 @@ int write_static_overlays(const fs::path& dir, const CaptionTrace& trace, const 
 }
 
 void run(const RuntimeOptions& runtime, const ExplainArgs& args) {
-  apply_runtime(runtime);
   ImageLoadOptions image_options;
   image_options.apply_exif = !args.no_exif;
   const cv::Mat rgb = load_image_rgb(args.image, image_options);
@@ -159,15 +158,13 @@ void run(const RuntimeOptions& runtime, const ExplainArgs& args) {
 }
 
 const bool registered = register_command({"explain", 25, [](CLI::App& root) {
-  auto* command = root.add_subcommand("explain", "Caption one image and write attention/expansion traces and overlays");
-  auto runtime = add_runtime_options(command);
-  auto args = std::make_shared<ExplainArgs>();
+  auto [command, args] = add_command<ExplainArgs>(
+      &root, "explain", "Caption one image and write attention/expansion traces and overlays", run);
   add_model_options(command, args->model);
   add_decode_options(command, args->decode);
   command->add_option("image", args->image, "Image file")->required();
   command->add_option("--out", args->out, "Output folder (created if missing)")->required();
   command->add_flag("--no-exif", args->no_exif, "Ignore EXIF orientation (as the reference does)");
-  command->callback([runtime, args] { run(*runtime, *args); });
 }});
 
 }  // namespace

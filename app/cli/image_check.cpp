@@ -51,8 +51,7 @@ void check_one(const ImageInput& input, const CheckOptions& options, const Image
   }
 }
 
-void run(const RuntimeOptions& runtime, const CheckOptions& options) {
-  apply_runtime(runtime);
+void run(const CheckOptions& options) {
   ImageLoadOptions load;
   load.apply_exif = !options.no_exif;
   load.max_pixels = options.max_pixels;
@@ -61,16 +60,14 @@ void run(const RuntimeOptions& runtime, const CheckOptions& options) {
 
 const bool registered = register_command({"image", 60, [](CLI::App& root) {
   auto* group = command_group(root, "image", "Image files: check that they can be read");
-  auto* command = group->add_subcommand("check", "Decode each file as the captioner would; report ok or the error (exit 1 if any fails)");
-  auto runtime = add_runtime_options(command);
-  auto options = std::make_shared<CheckOptions>();
+  auto [command, options] = add_command<CheckOptions>(
+      group, "check", "Decode each file as the captioner would; report ok or the error (exit 1 if any fails)", run);
   command->add_option("files", options->files, "Image files or folders (walked recursively for image extensions)")->required();
   command->add_flag("--json", options->json, "One compact JSON object per file: {image, ok, width, height} or {image, ok, reason, error}");
   command->add_flag("--no-exif", options->no_exif, "Ignore the EXIF orientation (the reference code does)");
   command->add_option("--max-pixels", options->max_pixels,
                       "Refuse images with more pixels (decompression-bomb guard; <= 0 disables)")
       ->capture_default_str();
-  command->callback([runtime, options] { run(*runtime, *options); });
 }});
 
 }  // namespace

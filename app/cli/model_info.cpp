@@ -9,6 +9,7 @@
 #include <sstream>
 
 #include "command.h"
+#include "expnet/checkpoint/pth_file.h"
 #include "expnet/model/expansion_net.h"
 #include "expnet/model/state_entries.h"
 
@@ -27,8 +28,7 @@ std::string shape_text(const torch::Tensor& t) {
   return out + "]";
 }
 
-void run(const RuntimeOptions& runtime, const Options& options) {
-  apply_runtime(runtime);
+void run(const Options& options) {
   const ModelConfig config = resolve_model_config(options.model);
   if (options.vocab_size <= 0) throw std::runtime_error("--vocab-size must be positive");
   // Default initialisation is enough: only names and shapes are reported.
@@ -43,7 +43,7 @@ void run(const RuntimeOptions& runtime, const Options& options) {
     for (const auto& e : entries)
       out["entries"].push_back({{"name", e.name},
                                 {"shape", e.tensor.sizes().vec()},
-                                {"dtype", torch_dtype_name(e.tensor)},
+                                {"dtype", dtype_name(e.tensor.scalar_type())},
                                 {"kind", e.is_buffer ? "buffer" : "parameter"}});
     std::cout << out.dump() << std::endl;
     return;
@@ -52,7 +52,7 @@ void run(const RuntimeOptions& runtime, const Options& options) {
   for (const auto& e : entries) width = std::max(width, e.name.size());
   for (const auto& e : entries)
     std::cout << std::left << std::setw(static_cast<int>(width) + 2) << e.name << std::setw(20) << shape_text(e.tensor)
-              << std::setw(9) << torch_dtype_name(e.tensor) << (e.is_buffer ? "buffer" : "parameter") << "\n";
+              << std::setw(9) << dtype_name(e.tensor.scalar_type()) << (e.is_buffer ? "buffer" : "parameter") << "\n";
   std::ostringstream mb;
   mb << std::fixed << std::setprecision(1) << static_cast<double>(total) * 4 / 1e6;
   std::cout << entries.size() << " entries, " << total << " parameters (" << mb.str()
@@ -60,16 +60,14 @@ void run(const RuntimeOptions& runtime, const Options& options) {
 }
 
 const bool registered = register_command({"model-info", 30, [](CLI::App& root) {
-  auto* command = root.add_subcommand("model-info", "List the state_dict entries and parameter count of a model configuration");
-  auto runtime = add_runtime_options(command);
-  auto options = std::make_shared<Options>();
+  auto [command, options] = add_command<Options>(
+      &root, "model-info", "List the state_dict entries and parameter count of a model configuration", run);
   command->add_option("--model", options->model, "Preset (official, tiny, small) or model config JSON file")
       ->capture_default_str();
   command->add_option("--vocab-size", options->vocab_size,
                       "Vocabulary size (not part of the config; 10000 = the released COCO vocabulary)")
       ->capture_default_str();
   command->add_flag("--json", options->json, "Print one compact JSON object");
-  command->callback([runtime, options] { run(*runtime, *options); });
 }});
 
 }  // namespace

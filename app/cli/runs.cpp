@@ -95,47 +95,29 @@ void export_csv(const Options& o) {
               << v.bleu2 << "," << v.bleu3 << "," << v.bleu4 << "," << v.rouge_l << "," << v.cider_d << "\n";
 }
 
-void add_store_option(CLI::App* c, const std::shared_ptr<Options>& o) {
-  c->add_option("--store", o->store, "Run store file (default: <data dir>/runs.sqlite; a run folder has its own)");
+// A `runs` subcommand reading the store that --store names.
+std::pair<CLI::App*, Options*> add_runs_command(CLI::App* runs, const std::string& name, const std::string& description,
+                                                void (*run)(const Options&)) {
+  auto [command, options] = add_command<Options>(runs, name, description, run);
+  command->add_option("--store", options->store, "Run store file (default: <data dir>/runs.sqlite; a run folder has its own)");
+  return {command, options};
 }
 
 const bool registered = register_command({"runs", 60, [](CLI::App& root) {
   auto* runs = command_group(root, "runs", "Inspect training runs (the run store)");
-  runs->require_subcommand(1);
   {
-    auto* c = runs->add_subcommand("list", "List the runs in the store");
-    auto runtime = add_runtime_options(c);
-    auto o = std::make_shared<Options>();
-    add_store_option(c, o);
-    c->add_flag("--json", o->json, "One compact JSON object per run");
-    c->callback([runtime, o] {
-      apply_runtime(*runtime);
-      list(*o);
-    });
+    auto [command, o] = add_runs_command(runs, "list", "List the runs in the store", list);
+    command->add_flag("--json", o->json, "One compact JSON object per run");
   }
   {
-    auto* c = runs->add_subcommand("show", "Show a run: stages, last step, validation metrics per epoch");
-    auto runtime = add_runtime_options(c);
-    auto o = std::make_shared<Options>();
-    add_store_option(c, o);
-    c->add_option("RUN", o->run, "Run name or id")->required();
-    c->add_flag("--json", o->json, "One compact JSON object");
-    c->callback([runtime, o] {
-      apply_runtime(*runtime);
-      show(*o);
-    });
+    auto [command, o] = add_runs_command(runs, "show", "Show a run: stages, last step, validation metrics per epoch", show);
+    command->add_option("RUN", o->run, "Run name or id")->required();
+    command->add_flag("--json", o->json, "One compact JSON object");
   }
   {
-    auto* c = runs->add_subcommand("export", "Export a run's steps and validation metrics");
-    auto runtime = add_runtime_options(c);
-    auto o = std::make_shared<Options>();
-    add_store_option(c, o);
-    c->add_option("RUN", o->run, "Run name or id")->required();
-    c->add_flag("--csv", o->csv, "CSV on stdout")->required();
-    c->callback([runtime, o] {
-      apply_runtime(*runtime);
-      export_csv(*o);
-    });
+    auto [command, o] = add_runs_command(runs, "export", "Export a run's steps and validation metrics", export_csv);
+    command->add_option("RUN", o->run, "Run name or id")->required();
+    command->add_flag("--csv", o->csv, "CSV on stdout")->required();
   }
 }});
 

@@ -109,8 +109,7 @@ struct Options {
   bool json = false;
 };
 
-void run(const RuntimeOptions& runtime, const Options& options) {
-  apply_runtime(runtime);
+void run(const Options& options) {
   const auto references = read_references(options.references);
   const auto candidates = read_candidates(options.candidates);
   check_same_ids(references, candidates, options.references, options.candidates);
@@ -149,15 +148,12 @@ void run(const RuntimeOptions& runtime, const Options& options) {
 }
 
 const bool registered = register_command({"score", 40, [](CLI::App& root) {
-  auto* command = root.add_subcommand(
-      "score", "BLEU-1..4, ROUGE-L and CIDEr-D of candidate captions, as the COCO caption scorers compute them");
-  auto runtime = add_runtime_options(command);
-  auto options = std::make_shared<Options>();
+  auto [command, options] = add_command<Options>(
+      &root, "score", "BLEU-1..4, ROUGE-L and CIDEr-D of candidate captions, as the COCO caption scorers compute them", run);
   command->add_option("--references", options->references, "JSON object: image id -> list of reference captions")
       ->required();
   command->add_option("--candidates", options->candidates, "JSON object: image id -> candidate caption")->required();
   command->add_flag("--json", options->json, "Print one compact JSON object with corpus, per-image scores and timings");
-  command->callback([runtime, options] { run(*runtime, *options); });
 }});
 
 }  // namespace

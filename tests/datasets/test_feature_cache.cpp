@@ -69,6 +69,16 @@ class TestFeatureCache : public QObject {
   std::function<at::Tensor(const at::Tensor&)> backbone() {
     return [this](const at::Tensor& x) { return (*model_)->backbone(x); };
   }
+  // An extraction whose backbone throws "simulated crash" at its call number `crash_call`.
+  void extractCrashingAt(const FeatureExtractOptions& o, int crash_call) {
+    int calls = 0;
+    auto dying = [&](const at::Tensor& x) {
+      if (++calls == crash_call) throw std::runtime_error("simulated crash");
+      return (*model_)->backbone(x);
+    };
+    torch::NoGradGuard ng;
+    extract_feature_cache(header_, paths_, dying, o);
+  }
   std::string fresh(const std::string& name) {
     const std::string p = dir_ + "/" + name;
     fs::remove(p);
@@ -152,15 +162,7 @@ class TestFeatureCache : public QObject {
     // Interrupted after 2 committed chunks: the "crash" happens in the 3rd batch.
     FeatureExtractOptions o;
     o.out = fresh("resumed.fcache");
-    int calls = 0;
-    auto dying = [&](const at::Tensor& x) {
-      if (++calls == 3) throw std::runtime_error("simulated crash");
-      return (*model_)->backbone(x);
-    };
-    {
-      torch::NoGradGuard ng;
-      QVERIFY(throws_with([&] { extract_feature_cache(header_, paths_, dying, o); }, "simulated crash"));
-    }
+    QVERIFY(throws_with([&] { extractCrashingAt(o, 3); }, "simulated crash"));
     QVERIFY(!fs::exists(o.out));
     QVERIFY(fs::exists(o.out + ".partial"));
     QCOMPARE(feature_cache_partial_rows(o.out), int64_t(8));
@@ -199,15 +201,7 @@ class TestFeatureCache : public QObject {
   void resumingWithAnotherBackboneIsRefused() {
     FeatureExtractOptions o;
     o.out = fresh("other.fcache");
-    int calls = 0;
-    auto dying = [&](const at::Tensor& x) {
-      if (++calls == 2) throw std::runtime_error("simulated crash");
-      return (*model_)->backbone(x);
-    };
-    {
-      torch::NoGradGuard ng;
-      QVERIFY(throws_with([&] { extract_feature_cache(header_, paths_, dying, o); }, "simulated crash"));
-    }
+    QVERIFY(throws_with([&] { extractCrashingAt(o, 2); }, "simulated crash"));
     auto other = header_;
     other.backbone = "0123456789abcdef";
     o.resume = true;

@@ -65,6 +65,14 @@ DecodingOptions fixtureOptions(const QJsonObject& beam) {
   return o;
 }
 
+// Beam 3, at most 12 tokens: what optionsShapeTheOutput varies one option at a time.
+DecodingOptions beamOf3() {
+  DecodingOptions o;
+  o.beam_size = 3;
+  o.max_length = 12;
+  return o;
+}
+
 std::vector<DecodingResult> run(Tiny& tiny, const at::Tensor& encoded, DecoderKind kind, const DecodingOptions& o) {
   auto decoder = tiny.captioner->make_decoder(encoded, kind);
   return decode(*decoder, encoded.size(0), tiny.captioner->special_tokens(o.block_bad_endings),
@@ -167,16 +175,12 @@ class TestDecode : public QObject {
   void optionsShapeTheOutput() {
     if (!tiny_.captioner) QSKIP("EXPNET_FIXTURE_MISSING: reference/tiny");
     const int64_t eos = tiny_.captioner->vocabulary().eos_id();
-    DecodingOptions o;
-    o.beam_size = 3;
-    o.max_length = 12;
+    DecodingOptions o = beamOf3();
     o.min_length = 4;
     auto r = run(tiny_, tiny_.encoded, DecoderKind::Incremental, o);
     QVERIFY(r[0].hypotheses[0].tokens.size() >= 6 || r[0].hypotheses[0].tokens.back() != eos);
     // The reference's best here repeats words: n-gram blocking must remove that.
-    o = {};
-    o.beam_size = 3;
-    o.max_length = 12;
+    o = beamOf3();
     o.no_repeat_ngram_size = 2;
     o.min_length = 3;
     r = run(tiny_, tiny_.encoded, DecoderKind::Incremental, o);
@@ -184,10 +188,8 @@ class TestDecode : public QObject {
     std::set<std::pair<int64_t, int64_t>> bigrams;
     for (size_t i = 1; i + 1 < t.size(); ++i) QVERIFY2(bigrams.insert({t[i], t[i + 1]}).second, "repeated bigram");
     // Length penalty 0 ranks by raw sum: the short caption wins by more.
-    o = {};
-    o.beam_size = 3;
+    o = beamOf3();
     o.num_hypotheses = 3;
-    o.max_length = 12;
     o.length_penalty = 0;
     r = run(tiny_, tiny_.encoded, DecoderKind::Incremental, o);
     for (size_t h = 1; h < r[0].hypotheses.size(); ++h) QVERIFY(r[0].hypotheses[h - 1].score >= r[0].hypotheses[h].score);
@@ -204,9 +206,7 @@ class TestDecode : public QObject {
     QCOMPARE(a[0].hypotheses.size(), size_t(5));
     for (size_t h = 0; h < 5; ++h) QCOMPARE(a[0].hypotheses[h].tokens, b[0].hypotheses[h].tokens);
     // Streaming: the callback sees every step and the final state.
-    o = {};
-    o.beam_size = 3;
-    o.max_length = 12;
+    o = beamOf3();
     int calls = 0;
     bool finished = false;
     o.on_step = [&](const StepUpdate& u) {

@@ -48,27 +48,36 @@ Fixture loadFixture(const QString& path) {
   return f;
 }
 
+// Calls add(id, candidate, references) for each image of the fixture, the
+// captions read from its `candidates_key` and `references_key` objects.
+template <typename Add>
+void forEachImage(const Fixture& f, const char* candidates_key, const char* references_key, Add add) {
+  const auto refs = f.root.value(references_key).toObject();
+  const auto cands = f.root.value(candidates_key).toObject();
+  for (const auto& id : f.ids) {
+    std::vector<std::string> references;
+    for (const auto& r : refs.value(id).toArray()) references.push_back(r.toString().toStdString());
+    add(id.toStdString(), cands.value(id).toString().toStdString(), references);
+  }
+}
+
 EvalSet tokenizedSet(const Fixture& f) {
   EvalSet set;
-  const auto refs = f.root.value("references").toObject();
-  const auto cands = f.root.value("candidates").toObject();
-  for (const auto& id : f.ids) {
-    std::vector<std::vector<std::string>> references;
-    for (const auto& r : refs.value(id).toArray()) references.push_back(words(r.toString().toStdString()));
-    set.add(id.toStdString(), words(cands.value(id).toString().toStdString()), references);
-  }
+  forEachImage(f, "candidates", "references", [&](const std::string& id, const std::string& candidate,
+                                                  const std::vector<std::string>& references) {
+    std::vector<std::vector<std::string>> tokenized;
+    for (const auto& r : references) tokenized.push_back(words(r));
+    set.add(id, words(candidate), tokenized);
+  });
   return set;
 }
 
 EvalSet rawSet(const Fixture& f) {
   EvalSet set;
-  const auto refs = f.root.value("raw_references").toObject();
-  const auto cands = f.root.value("raw_candidates").toObject();
-  for (const auto& id : f.ids) {
-    std::vector<std::string> references;
-    for (const auto& r : refs.value(id).toArray()) references.push_back(r.toString().toStdString());
-    set.add_raw(id.toStdString(), cands.value(id).toString().toStdString(), references);
-  }
+  forEachImage(f, "raw_candidates", "raw_references",
+               [&](const std::string& id, const std::string& candidate, const std::vector<std::string>& references) {
+                 set.add_raw(id, candidate, references);
+               });
   return set;
 }
 

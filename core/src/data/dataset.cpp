@@ -1,5 +1,6 @@
-// Dataset readers (Karpathy, COCO captions, CSV, JSONL), format detection,
-// vocabulary building and statistics.
+// Loading a dataset (finding its file and format; the readers of each format are
+// in dataset_formats.cpp), writing Karpathy JSON, CSV parsing, vocabulary
+// building and statistics.
 #include "expnet/data/dataset.h"
 
 #include <nlohmann/json.hpp>
@@ -8,10 +9,12 @@
 #include <cctype>
 #include <filesystem>
 #include <fstream>
+#include <optional>
 #include <sstream>
 #include <stdexcept>
 #include <unordered_map>
 
+#include "data/dataset_formats.h"
 #include "expnet/system/atomic_file.h"
 #include "expnet/text/caption_text.h"
 
@@ -20,18 +23,6 @@ using nlohmann::json;
 
 namespace expnet {
 namespace {
-
-std::string lower_ascii(std::string text) {
-  for (auto& c : text) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-  return text;
-}
-
-std::string trim(const std::string& text) {
-  const auto first = text.find_first_not_of(" \t\r\n");
-  if (first == std::string::npos) return {};
-  const auto last = text.find_last_not_of(" \t\r\n");
-  return text.substr(first, last - first + 1);
-}
 
 std::string read_text_file(const std::string& path) {
   std::error_code ec;
@@ -69,272 +60,6 @@ json parse_json_file(const std::string& path, const std::string& text) {
   }
 }
 
-Caption make_caption(std::string raw) {
-  Caption caption;
-  caption.tokens = clean_caption(raw);
-  caption.raw = std::move(raw);
-  return caption;
-}
-
-void split_image_path(const std::string& relative, DatasetImage& image) {
-  const fs::path path(relative);
-  image.filename = path.filename().string();
-  image.filepath = path.parent_path().generic_string();
-}
-
-Split parse_split_at(const std::string& text, const std::string& where) {
-  try {
-    return parse_split(text);
-  } catch (const std::invalid_argument& e) {
-    throw std::runtime_error(where + ": " + e.what());
-  }
-}
-
-// Karpathy ---------------------------------------------------------------
-
-std::string json_string(const json& object, const char* key) {
-  const auto it = object.find(key);
-  if (it == object.end() || !it->is_string()) return {};
-  return it->get<std::string>();
-}
-
-Dataset read_karpathy(const std::string& path, const json& doc) {
-  Dataset dataset;
-  dataset.format = DatasetFormat::Karpathy;
-  const json& images = doc.at("images");
-  dataset.images.reserve(images.size());
-  for (size_t i = 0; i < images.size(); ++i) {
-    const json& entry = images[i];
-    const std::string where = path + ": images[" + std::to_string(i) + "]";
-    if (!entry.is_object()) throw std::runtime_error(where + " is not an object; each image is {\"filename\", \"split\", \"sentences\", ...}");
-    DatasetImage image;
-    image.filename = json_string(entry, "filename");
-    if (image.filename.empty())
-      throw std::runtime_error(where + " has no \"filename\" string; every image needs its file name");
-    image.filepath = json_string(entry, "filepath");
-    if (entry.contains("cocoid") && entry["cocoid"].is_number_integer()) {
-      image.cocoid = entry["cocoid"].get<int64_t>();
-    } else if (entry.contains("imgid") && entry["imgid"].is_number_integer()) {
-      image.cocoid = entry["imgid"].get<int64_t>();
-    } else {
-      image.cocoid = static_cast<int64_t>(i);
-    }
-    const std::string split = json_string(entry, "split");
-    if (split.empty()) throw std::runtime_error(where + " (\"" + image.filename + "\") has no \"split\"; use train, restval, val or test");
-    image.split = parse_split_at(split, where);
-    if (entry.contains("width") && entry["width"].is_number_integer()) image.width = entry["width"].get<int>();
-    if (entry.contains("height") && entry["height"].is_number_integer()) image.height = entry["height"].get<int>();
-    const auto sentences = entry.find("sentences");
-    if (sentences != entry.end() && sentences->is_array()) {
-      image.captions.reserve(sentences->size());
-      for (size_t s = 0; s < sentences->size(); ++s) {
-        const json& sentence = (*sentences)[s];
-        std::string raw = sentence.is_object() ? json_string(sentence, "raw") : std::string();
-        if (raw.empty() && sentence.is_object() && sentence.contains("tokens") && sentence["tokens"].is_array()) {
-          for (const auto& token : sentence["tokens"])
-            if (token.is_string()) raw += (raw.empty() ? "" : " ") + token.get<std::string>();
-        }
-        if (raw.empty())
-          throw std::runtime_error(where + ".sentences[" + std::to_string(s) +
-                                   "] has neither \"raw\" text nor \"tokens\"; remove it or add the caption");
-        image.captions.push_back(make_caption(std::move(raw)));
-      }
-    }
-    dataset.images.push_back(std::move(image));
-  }
-  return dataset;
-}
-
-// COCO captions_*.json ------------------------------------------------------
-
-// captions_val2014.json -> "val2014": the usual image folder name.
-std::string coco_folder_name(const std::string& path) {
-  std::string stem = fs::path(path).stem().string();
-  const auto underscore = stem.find('_');
-  return underscore == std::string::npos ? std::string() : stem.substr(underscore + 1);
-}
-
-Split coco_split_from_name(const std::string& path) {
-  const std::string name = lower_ascii(fs::path(path).filename().string());
-  if (name.find("test") != std::string::npos) return Split::Test;
-  if (name.find("val") != std::string::npos) return Split::Val;
-  return Split::Train;
-}
-
-Dataset read_coco(const std::string& path, const json& doc) {
-  Dataset dataset;
-  dataset.format = DatasetFormat::Coco;
-  const Split split = coco_split_from_name(path);
-  std::unordered_map<int64_t, size_t> by_id;
-  const json& images = doc.at("images");
-  for (size_t i = 0; i < images.size(); ++i) {
-    const json& entry = images[i];
-    const std::string where = path + ": images[" + std::to_string(i) + "]";
-    if (!entry.is_object() || !entry.contains("id") || !entry["id"].is_number_integer())
-      throw std::runtime_error(where + " has no integer \"id\"; COCO images are {\"id\", \"file_name\", ...}");
-    DatasetImage image;
-    image.cocoid = entry["id"].get<int64_t>();
-    split_image_path(json_string(entry, "file_name"), image);
-    if (image.filename.empty()) throw std::runtime_error(where + " has no \"file_name\"");
-    image.split = split;
-    if (entry.contains("width") && entry["width"].is_number_integer()) image.width = entry["width"].get<int>();
-    if (entry.contains("height") && entry["height"].is_number_integer()) image.height = entry["height"].get<int>();
-    if (!by_id.emplace(image.cocoid, dataset.images.size()).second)
-      throw std::runtime_error(where + ": image id " + std::to_string(image.cocoid) + " appears twice");
-    dataset.images.push_back(std::move(image));
-  }
-  const auto annotations = doc.find("annotations");
-  if (annotations == doc.end() || !annotations->is_array())
-    throw std::runtime_error(path + ": no \"annotations\" array; is this a COCO captions_*.json file?");
-  for (size_t i = 0; i < annotations->size(); ++i) {
-    const json& entry = (*annotations)[i];
-    const std::string where = path + ": annotations[" + std::to_string(i) + "]";
-    if (!entry.is_object() || !entry.contains("image_id") || !entry["image_id"].is_number_integer())
-      throw std::runtime_error(where + " has no integer \"image_id\"");
-    const auto it = by_id.find(entry["image_id"].get<int64_t>());
-    if (it == by_id.end())
-      throw std::runtime_error(where + " refers to image_id " + std::to_string(entry["image_id"].get<int64_t>()) +
-                               ", which is not in \"images\"");
-    std::string raw = json_string(entry, "caption");
-    if (raw.empty()) throw std::runtime_error(where + " has no \"caption\" text");
-    dataset.images[it->second].captions.push_back(make_caption(std::move(raw)));
-  }
-  return dataset;
-}
-
-// CSV and JSONL rows ----------------------------------------------------------
-
-// Rows of (image, caption[, split][, id]) grouped by image, in order of first appearance.
-class RowCollector {
- public:
-  explicit RowCollector(Dataset& dataset) : dataset_(dataset) {}
-
-  void add(const std::string& where, const std::string& image_path, std::string caption, const std::string& split,
-           const std::string& id) {
-    if (trim(image_path).empty()) throw std::runtime_error(where + ": the image column is empty; give the image's path relative to the dataset folder");
-    if (trim(caption).empty()) throw std::runtime_error(where + ": the caption of '" + image_path + "' is empty; remove the row or write the caption");
-    const Split row_split = trim(split).empty() ? Split::Train : parse_split_at(trim(split), where);
-    auto [it, inserted] = by_path_.emplace(image_path, dataset_.images.size());
-    if (inserted) {
-      DatasetImage image;
-      split_image_path(image_path, image);
-      image.split = row_split;
-      image.cocoid = static_cast<int64_t>(dataset_.images.size()) + 1;
-      if (!trim(id).empty()) {
-        try {
-          size_t used = 0;
-          image.cocoid = std::stoll(trim(id), &used);
-          if (used != trim(id).size()) throw std::invalid_argument(id);
-        } catch (const std::exception&) {
-          throw std::runtime_error(where + ": id '" + id + "' is not an integer");
-        }
-      }
-      dataset_.images.push_back(std::move(image));
-    } else if (dataset_.images[it->second].split != row_split && !trim(split).empty()) {
-      throw std::runtime_error(where + ": image '" + image_path + "' is in split '" + trim(split) + "' here but '" +
-                               split_name(dataset_.images[it->second].split) +
-                               "' on an earlier row; an image belongs to one split");
-    }
-    dataset_.images[it->second].captions.push_back(make_caption(std::move(caption)));
-  }
-
- private:
-  Dataset& dataset_;
-  std::unordered_map<std::string, size_t> by_path_;
-};
-
-int find_column(const std::vector<std::string>& header, std::initializer_list<const char*> names) {
-  for (size_t i = 0; i < header.size(); ++i)
-    for (const char* name : names)
-      if (lower_ascii(trim(header[i])) == name) return static_cast<int>(i);
-  return -1;
-}
-
-constexpr std::initializer_list<const char*> kImageColumns = {"image", "file", "filename", "file_name", "path", "image_path"};
-constexpr std::initializer_list<const char*> kCaptionColumns = {"caption", "text", "sentence", "raw"};
-constexpr std::initializer_list<const char*> kSplitColumns = {"split"};
-constexpr std::initializer_list<const char*> kIdColumns = {"id", "cocoid", "image_id"};
-
-Dataset read_csv(const std::string& path, const std::string& text) {
-  Dataset dataset;
-  dataset.format = DatasetFormat::Csv;
-  const auto rows = parse_csv(text, path);
-  if (rows.empty()) throw std::runtime_error(path + " is empty; it needs a header row: image,caption[,split]");
-  const auto& header = rows.front().fields;
-  const int image_col = find_column(header, kImageColumns);
-  const int caption_col = find_column(header, kCaptionColumns);
-  const int split_col = find_column(header, kSplitColumns);
-  const int id_col = find_column(header, kIdColumns);
-  if (image_col < 0 || caption_col < 0)
-    throw std::runtime_error(path + ":1: the header needs an 'image' and a 'caption' column (optional: 'split', 'id'); "
-                             "found '" + (header.empty() ? std::string() : header.front()) + "'...; add a header row like image,caption,split");
-  RowCollector collector(dataset);
-  for (size_t r = 1; r < rows.size(); ++r) {
-    const auto& row = rows[r];
-    const std::string where = path + ":" + std::to_string(row.line);
-    if (row.fields.size() == 1 && trim(row.fields[0]).empty()) continue;  // blank line
-    if (row.fields.size() != header.size())
-      throw std::runtime_error(where + ": row has " + std::to_string(row.fields.size()) + " fields but the header has " +
-                               std::to_string(header.size()) + "; quote fields that contain commas (\"a, b\")");
-    collector.add(where, row.fields[image_col], row.fields[caption_col], split_col >= 0 ? row.fields[split_col] : "",
-                  id_col >= 0 ? row.fields[id_col] : "");
-  }
-  return dataset;
-}
-
-const json* find_member(const json& object, std::initializer_list<const char*> names) {
-  for (const char* name : names) {
-    const auto it = object.find(name);
-    if (it != object.end()) return &*it;
-  }
-  return nullptr;
-}
-
-std::string scalar_text(const json* value) {
-  if (!value || value->is_null()) return {};
-  if (value->is_string()) return value->get<std::string>();
-  return value->dump();
-}
-
-Dataset read_jsonl(const std::string& path, const std::string& text) {
-  Dataset dataset;
-  dataset.format = DatasetFormat::Jsonl;
-  RowCollector collector(dataset);
-  std::istringstream in(text);
-  std::string line;
-  size_t number = 0;
-  while (std::getline(in, line)) {
-    ++number;
-    if (trim(line).empty()) continue;
-    const std::string where = path + ":" + std::to_string(number);
-    json row;
-    try {
-      row = json::parse(line);
-    } catch (const json::parse_error& e) {
-      throw std::runtime_error(where + ": not a JSON object (" + std::string(e.what()) +
-                               "); each line must be {\"image\": ..., \"caption\": ...}");
-    }
-    if (!row.is_object()) throw std::runtime_error(where + ": each line must be a JSON object {\"image\": ..., \"caption\": ...}");
-    const json* image = find_member(row, kImageColumns);
-    if (!image || !image->is_string()) throw std::runtime_error(where + ": no \"image\" string (the image path relative to the dataset folder)");
-    const std::string split = scalar_text(find_member(row, kSplitColumns));
-    const std::string id = scalar_text(find_member(row, kIdColumns));
-    const json* captions = find_member(row, {"captions", "sentences"});
-    const json* caption = find_member(row, kCaptionColumns);
-    if (captions && captions->is_array()) {
-      for (const auto& c : *captions) {
-        if (!c.is_string()) throw std::runtime_error(where + ": \"captions\" must be an array of strings");
-        collector.add(where, image->get<std::string>(), c.get<std::string>(), split, id);
-      }
-    } else if (caption && caption->is_string()) {
-      collector.add(where, image->get<std::string>(), caption->get<std::string>(), split, id);
-    } else {
-      throw std::runtime_error(where + ": no \"caption\" string (or \"captions\" array of strings)");
-    }
-  }
-  return dataset;
-}
-
 DatasetFormat format_from_extension(const fs::path& path) {
   const std::string ext = lower_ascii(path.extension().string());
   if (ext == ".csv") return DatasetFormat::Csv;
@@ -344,40 +69,50 @@ DatasetFormat format_from_extension(const fs::path& path) {
 
 }  // namespace
 
-const char* split_name(Split split) {
-  switch (split) {
-    case Split::Train: return "train";
-    case Split::Restval: return "restval";
-    case Split::Val: return "val";
-    case Split::Test: return "test";
-  }
-  return "train";
+namespace {
+
+// One table per enum: the name each value is written and read by.
+template <typename Enum, size_t N>
+using NameTable = std::pair<Enum, const char*>[N];
+const NameTable<Split, 4> kSplitNames = {
+    {Split::Train, "train"}, {Split::Restval, "restval"}, {Split::Val, "val"}, {Split::Test, "test"}};
+const NameTable<DatasetFormat, 5> kFormatNames = {{DatasetFormat::Auto, "auto"},
+                                                  {DatasetFormat::Karpathy, "karpathy"},
+                                                  {DatasetFormat::Coco, "coco"},
+                                                  {DatasetFormat::Csv, "csv"},
+                                                  {DatasetFormat::Jsonl, "jsonl"}};
+
+template <typename Enum, size_t N>
+const char* name_in(const NameTable<Enum, N>& table, Enum value) {
+  for (const auto& [each, name] : table)
+    if (each == value) return name;
+  return table[0].second;
 }
 
-Split parse_split(const std::string& text) {
+// The value whose name is `text` (any case, surrounding spaces ignored), if any.
+template <typename Enum, size_t N>
+std::optional<Enum> value_in(const NameTable<Enum, N>& table, const std::string& text) {
   const std::string name = lower_ascii(trim(text));
-  if (name == "train") return Split::Train;
-  if (name == "restval") return Split::Restval;
-  if (name == "val" || name == "validation" || name == "valid" || name == "dev") return Split::Val;
-  if (name == "test") return Split::Test;
+  for (const auto& [value, each] : table)
+    if (name == each) return value;
+  return std::nullopt;
+}
+
+}  // namespace
+
+const char* split_name(Split split) { return name_in(kSplitNames, split); }
+
+Split parse_split(const std::string& text) {
+  if (const auto split = value_in(kSplitNames, text)) return *split;
+  const std::string name = lower_ascii(trim(text));
+  if (name == "validation" || name == "valid" || name == "dev") return Split::Val;
   throw std::invalid_argument("unknown split '" + text + "' (use train, restval, val or test)");
 }
 
-const char* format_name(DatasetFormat format) {
-  switch (format) {
-    case DatasetFormat::Auto: return "auto";
-    case DatasetFormat::Karpathy: return "karpathy";
-    case DatasetFormat::Coco: return "coco";
-    case DatasetFormat::Csv: return "csv";
-    case DatasetFormat::Jsonl: return "jsonl";
-  }
-  return "auto";
-}
+const char* format_name(DatasetFormat format) { return name_in(kFormatNames, format); }
 
 DatasetFormat parse_format(const std::string& text) {
-  const std::string name = lower_ascii(trim(text));
-  for (auto format : {DatasetFormat::Auto, DatasetFormat::Karpathy, DatasetFormat::Coco, DatasetFormat::Csv, DatasetFormat::Jsonl})
-    if (name == format_name(format)) return format;
+  if (const auto format = value_in(kFormatNames, text)) return *format;
   throw std::invalid_argument("unknown dataset format '" + text + "' (use auto, karpathy, coco, csv or jsonl)");
 }
 

@@ -239,43 +239,39 @@ std::string fts_query_for(const std::string& words) {
   return query;
 }
 
+void DatasetIndex::CloseDatabase::operator()(sqlite3* db) const { sqlite3_close(db); }
+
 DatasetIndex::DatasetIndex(const std::string& db_path) : path_(db_path) {
   std::error_code ec;
   if (!fs::is_regular_file(db_path, ec))
     throw std::runtime_error("index '" + db_path + "' does not exist; build it with: expnet dataset index --dataset PATH --db " + db_path);
-  if (sqlite3_open_v2(db_path.c_str(), &db_, SQLITE_OPEN_READWRITE, nullptr) != SQLITE_OK) {
-    const std::string reason = db_ ? sqlite3_errmsg(db_) : "out of memory";
-    sqlite3_close(db_);
-    db_ = nullptr;
-    throw std::runtime_error("cannot open index '" + db_path + "': " + reason);
-  }
-  sqlite3_busy_timeout(db_, 5000);
+  sqlite3* db = nullptr;
+  const int opened = sqlite3_open_v2(db_path.c_str(), &db, SQLITE_OPEN_READWRITE, nullptr);
+  db_.reset(db);  // closed on every way out, the throws below included
+  if (opened != SQLITE_OK)
+    throw std::runtime_error("cannot open index '" + db_path + "': " + (db ? sqlite3_errmsg(db) : "out of memory"));
+  sqlite3_busy_timeout(db, 5000);
   std::string version;
   try {
     version = meta("version");
   } catch (const std::runtime_error&) {
-    sqlite3_close(db_);
-    db_ = nullptr;
     throw std::runtime_error("'" + db_path + "' is not a dataset index (no meta table); rebuild it with expnet dataset index");
   }
-  if (version != std::to_string(kDatasetIndexVersion)) {
-    sqlite3_close(db_);
-    db_ = nullptr;
+  if (version != std::to_string(kDatasetIndexVersion))
     throw std::runtime_error("index '" + db_path + "' has version " + version + ", this program reads version " +
                              std::to_string(kDatasetIndexVersion) + "; rebuild it with expnet dataset index");
-  }
 }
 
-DatasetIndex::~DatasetIndex() { sqlite3_close(db_); }
+DatasetIndex::~DatasetIndex() = default;
 
 std::string DatasetIndex::meta(const std::string& key) const {
-  Statement s(db_, path_, "SELECT value FROM meta WHERE key = ?");
+  Statement s(db_.get(), path_, "SELECT value FROM meta WHERE key = ?");
   s.bind(1, key);
   return s.step() ? s.text(0) : std::string();
 }
 
 std::vector<std::pair<std::string, int64_t>> DatasetIndex::split_counts() const {
-  Statement s(db_, path_, "SELECT name, images FROM splits ORDER BY id");
+  Statement s(db_.get(), path_, "SELECT name, images FROM splits ORDER BY id");
   std::vector<std::pair<std::string, int64_t>> out;
   while (s.step()) out.emplace_back(s.text(0), s.integer(1));
   return out;
@@ -303,7 +299,7 @@ IndexPage DatasetIndex::query(const IndexQuery& q) const {
     if (!fts.empty()) s.bind(2, fts);
   };
   IndexPage page;
-  Statement rows(db_, path_,
+  Statement rows(db_.get(), path_,
                  "SELECT i.cocoid, i.filepath, i.filename, i.split_id, i.width, i.height FROM images i" + where +
                      " ORDER BY i.cocoid LIMIT ?3 OFFSET ?4");
   bind(rows);
@@ -318,14 +314,14 @@ IndexPage DatasetIndex::query(const IndexQuery& q) const {
     image.height = static_cast<int>(rows.integer(5));
     page.images.push_back(std::move(image));
   }
-  Statement captions(db_, path_, "SELECT raw FROM captions WHERE cocoid = ? ORDER BY position");
+  Statement captions(db_.get(), path_, "SELECT raw FROM captions WHERE cocoid = ? ORDER BY position");
   for (auto& image : page.images) {
     captions.bind(1, image.cocoid);
     while (captions.step()) image.captions.push_back(captions.text(0));
     captions.reset();
   }
   if (q.count_total) {
-    Statement total(db_, path_, "SELECT count(*) FROM images i" + where);
+    Statement total(db_.get(), path_, "SELECT count(*) FROM images i" + where);
     bind(total);
     page.total = total.step() ? total.integer(0) : 0;
   }
@@ -333,7 +329,7 @@ IndexPage DatasetIndex::query(const IndexQuery& q) const {
 }
 
 std::string DatasetIndex::image_path(int64_t cocoid) const {
-  Statement s(db_, path_, "SELECT filepath, filename FROM images WHERE cocoid = ?");
+  Statement s(db_.get(), path_, "SELECT filepath, filename FROM images WHERE cocoid = ?");
   s.bind(1, cocoid);
   if (!s.step()) throw std::runtime_error("index '" + path_ + "' has no image with id " + std::to_string(cocoid));
   fs::path path(meta("image_root"));
@@ -344,7 +340,7 @@ std::string DatasetIndex::image_path(int64_t cocoid) const {
 std::vector<unsigned char> DatasetIndex::thumbnail(int64_t cocoid, int size, const ImageSource& source) {
   if (size < 8 || size > 1024) throw std::invalid_argument("thumbnail size must be between 8 and 1024 pixels");
   {
-    Statement cached(db_, path_, "SELECT png FROM thumbnails WHERE cocoid = ? AND size = ?");
+    Statement cached(db_.get(), path_, "SELECT png FROM thumbnails WHERE cocoid = ? AND size = ?");
     cached.bind(1, cocoid).bind(2, size);
     if (cached.step()) return cached.blob(0);
   }
@@ -359,7 +355,7 @@ std::vector<unsigned char> DatasetIndex::thumbnail(int64_t cocoid, int size, con
   cv::cvtColor(small, bgr, cv::COLOR_RGB2BGR);
   std::vector<unsigned char> png;
   cv::imencode(".png", bgr, png);
-  Statement store(db_, path_, "INSERT OR REPLACE INTO thumbnails(cocoid, size, png) VALUES(?,?,?)");
+  Statement store(db_.get(), path_, "INSERT OR REPLACE INTO thumbnails(cocoid, size, png) VALUES(?,?,?)");
   store.bind(1, cocoid).bind(2, size).bind_blob(3, png.data(), png.size()).run();
   return png;
 }

@@ -203,12 +203,29 @@ class Fd {
 
 // ---------------------------------------------------------------- header
 
+namespace {
+
+// The header's fields and their JSON keys: to_json and from_json walk this one list.
+template <typename Header, typename Visit>
+void visit_fields(Header& h, Visit&& visit) {
+  visit("model_config_hash", h.model_config_hash);
+  visit("backbone", h.backbone);
+  visit("source", h.source);
+  visit("dataset", h.dataset);
+  visit("splits", h.splits);
+  visit("image_size", h.image_size);
+  visit("tokens", h.tokens);
+  visit("dim", h.dim);
+  visit("chunk_rows", h.chunk_rows);
+  visit("ids", h.ids);
+}
+
+}  // namespace
+
 std::string FeatureCacheHeader::to_json() const {
-  return json{{"format", "expnet-feature-cache"}, {"version", kVersion},     {"dtype", "float16"},
-              {"model_config_hash", model_config_hash}, {"backbone", backbone}, {"source", source},
-              {"dataset", dataset},  {"splits", splits},  {"image_size", image_size}, {"tokens", tokens},
-              {"dim", dim},          {"chunk_rows", chunk_rows}, {"rows", rows()}, {"ids", ids}}
-      .dump();
+  json out{{"format", "expnet-feature-cache"}, {"version", kVersion}, {"dtype", "float16"}, {"rows", rows()}};
+  visit_fields(*this, [&out](const char* key, const auto& value) { out[key] = value; });
+  return out.dump();
 }
 
 FeatureCacheHeader FeatureCacheHeader::from_json(const std::string& text, const std::string& source) {
@@ -217,16 +234,7 @@ FeatureCacheHeader FeatureCacheHeader::from_json(const std::string& text, const 
     if (j.at("format") != "expnet-feature-cache" || j.at("dtype") != "float16")
       throw std::runtime_error("not an expnet float16 feature cache header");
     FeatureCacheHeader h;
-    h.model_config_hash = j.at("model_config_hash");
-    h.backbone = j.at("backbone");
-    h.source = j.at("source");
-    h.dataset = j.at("dataset");
-    h.splits = j.at("splits");
-    h.image_size = j.at("image_size");
-    h.tokens = j.at("tokens");
-    h.dim = j.at("dim");
-    h.chunk_rows = j.at("chunk_rows");
-    h.ids = j.at("ids").get<std::vector<int64_t>>();
+    visit_fields(h, [&j](const char* key, auto& value) { j.at(key).get_to(value); });
     if (j.at("rows").get<int64_t>() != h.rows() || h.tokens < 1 || h.dim < 1 || h.chunk_rows < 1 || h.ids.empty())
       throw std::runtime_error("inconsistent sizes");
     return h;

@@ -14,6 +14,7 @@
 #include <exception>
 #include <filesystem>
 #include <fstream>
+#include <functional>
 #include <mutex>
 #include <random>
 #include <set>
@@ -131,7 +132,7 @@ class CaptionWriter {
   Rng& rng_;
 };
 
-using Structure = std::string (*)(CaptionWriter& w);
+using Structure = std::function<std::string(CaptionWriter& w)>;
 
 // Two distinct random shapes of a scene with >= 2 shapes.
 std::pair<const ShapeItem*, const ShapeItem*> pick_pair(CaptionWriter& w) {
@@ -144,6 +145,35 @@ std::pair<const ShapeItem*, const ShapeItem*> pick_pair(CaptionWriter& w) {
 
 size_t count(const CaptionWriter& w) { return w.scene_.shapes.size(); }
 const ShapeItem& only(const CaptionWriter& w) { return w.scene_.shapes.front(); }
+
+// A structure about two distinct shapes, picked at random, of a scene with two or more.
+Structure about_a_pair(std::string (*say)(CaptionWriter& w, const ShapeItem& a, const ShapeItem& b)) {
+  return [say](CaptionWriter& w) -> std::string {
+    if (count(w) < 2) return "";
+    auto [a, b] = pick_pair(w);
+    return say(w, *a, *b);
+  };
+}
+
+// A structure about a scene of exactly three shapes.
+Structure about_three(std::string (*say)(CaptionWriter& w, const std::vector<ShapeItem>& s)) {
+  return [say](CaptionWriter& w) -> std::string { return count(w) != 3 ? "" : say(w, w.scene_.shapes); };
+}
+
+// A structure about a scene of three shapes that tries each shape in turn as
+// `a` (b and c the two others, in scene order from a) until one gives a sentence.
+Structure about_each_of_three(
+    std::string (*say)(CaptionWriter& w, const ShapeItem& a, const ShapeItem& b, const ShapeItem& c)) {
+  return [say](CaptionWriter& w) -> std::string {
+    if (count(w) != 3) return "";
+    const auto& s = w.scene_.shapes;
+    for (size_t m = 0; m < 3; ++m) {
+      std::string sentence = say(w, s[m], s[(m + 1) % 3], s[(m + 2) % 3]);
+      if (!sentence.empty()) return sentence;
+    }
+    return "";
+  };
+}
 
 // Each entry is one sentence structure; it returns "" where it does not apply.
 // Ids are the index in this table and are written with each caption.
@@ -175,44 +205,30 @@ const std::vector<Structure>& structures() {
         return count(w) != 1 ? "" : "a lone " + w.bare(only(w), 0) + " " + w.loc(only(w)) + " on " + CaptionWriter::with_article(w.scene_.background) + " background";
       },
       // --- two shapes or more: a pair ---
-      [](CaptionWriter& w) -> std::string {
-        if (count(w) < 2) return "";
-        auto [a, b] = pick_pair(w);
-        return w.np(*a) + " " + w.rel(*a, *b) + " " + w.np(*b);
-      },
-      [](CaptionWriter& w) -> std::string {
-        if (count(w) < 2) return "";
-        auto [a, b] = pick_pair(w);
-        return "there is " + w.np(*a) + " " + w.rel(*a, *b) + " " + w.np(*b);
-      },
-      [](CaptionWriter& w) -> std::string {
-        if (count(w) < 2) return "";
-        auto [a, b] = pick_pair(w);
-        return w.np(*a) + " is " + w.rel(*a, *b) + " " + w.np(*b);
-      },
-      [](CaptionWriter& w) -> std::string {
-        if (count(w) < 2) return "";
-        auto [a, b] = pick_pair(w);
-        return w.np(*b) + " with " + w.np(*a) + " " + w.rel(*a, *b) + " it";
-      },
-      [](CaptionWriter& w) -> std::string {
-        if (count(w) < 2) return "";
-        auto [a, b] = pick_pair(w);
-        return w.rel(*a, *b) + " " + w.np(*b) + " there is " + w.np(*a);
-      },
-      [](CaptionWriter& w) -> std::string {
-        if (count(w) < 2) return "";
-        auto [a, b] = pick_pair(w);
-        if (row_of(*a) == row_of(*b) && col_of(*a) == col_of(*b)) return "";
-        return w.np(*a) + " " + w.loc(*a) + " and " + w.np(*b) + " " + w.loc(*b);
-      },
-      [](CaptionWriter& w) -> std::string {
-        if (count(w) < 2) return "";
-        auto [a, b] = pick_pair(w);
-        if (!near(*a, *b)) return "";
-        const bool side = left_of(*a, *b) || left_of(*b, *a);
-        return w.np(*a) + " " + (side ? w.rng_.pick({"next to ", "near ", "beside "}) : w.rng_.pick({"next to ", "near ", "close to "})) + w.np(*b);
-      },
+      about_a_pair([](CaptionWriter& w, const ShapeItem& a, const ShapeItem& b) -> std::string {
+        return w.np(a) + " " + w.rel(a, b) + " " + w.np(b);
+      }),
+      about_a_pair([](CaptionWriter& w, const ShapeItem& a, const ShapeItem& b) -> std::string {
+        return "there is " + w.np(a) + " " + w.rel(a, b) + " " + w.np(b);
+      }),
+      about_a_pair([](CaptionWriter& w, const ShapeItem& a, const ShapeItem& b) -> std::string {
+        return w.np(a) + " is " + w.rel(a, b) + " " + w.np(b);
+      }),
+      about_a_pair([](CaptionWriter& w, const ShapeItem& a, const ShapeItem& b) -> std::string {
+        return w.np(b) + " with " + w.np(a) + " " + w.rel(a, b) + " it";
+      }),
+      about_a_pair([](CaptionWriter& w, const ShapeItem& a, const ShapeItem& b) -> std::string {
+        return w.rel(a, b) + " " + w.np(b) + " there is " + w.np(a);
+      }),
+      about_a_pair([](CaptionWriter& w, const ShapeItem& a, const ShapeItem& b) -> std::string {
+        if (row_of(a) == row_of(b) && col_of(a) == col_of(b)) return "";
+        return w.np(a) + " " + w.loc(a) + " and " + w.np(b) + " " + w.loc(b);
+      }),
+      about_a_pair([](CaptionWriter& w, const ShapeItem& a, const ShapeItem& b) -> std::string {
+        if (!near(a, b)) return "";
+        const bool side = left_of(a, b) || left_of(b, a);
+        return w.np(a) + " " + (side ? w.rng_.pick({"next to ", "near ", "beside "}) : w.rng_.pick({"next to ", "near ", "close to "})) + w.np(b);
+      }),
       [](CaptionWriter& w) -> std::string {
         if (count(w) != 2) return "";
         auto [a, b] = pick_pair(w);
@@ -237,22 +253,18 @@ const std::vector<Structure>& structures() {
           }
         return "";
       },
-      [](CaptionWriter& w) -> std::string {  // same shape, different colours
-        if (count(w) < 2) return "";
-        auto [a, b] = pick_pair(w);
-        if (a->shape != b->shape || a->color == b->color) return "";
+      about_a_pair([](CaptionWriter& w, const ShapeItem& a, const ShapeItem& b) -> std::string {  // same shape, different colours
+        if (a.shape != b.shape || a.color == b.color) return "";
         for (const auto& other : w.scene_.shapes)
-          if (&other != a && &other != b && other.shape == a->shape) return "";
-        return "two " + plural(a->shape) + ", " + CaptionWriter::with_article(a->color) + " one " + w.rel(*a, *b) + " " +
-               CaptionWriter::with_article(b->color) + " one";
-      },
-      [](CaptionWriter& w) -> std::string {  // size contrast
-        if (count(w) < 2) return "";
-        auto [a, b] = pick_pair(w);
-        if (a->size != "large" || b->size != "small") return "";
-        return CaptionWriter::with_article(w.size_word(*a) + " " + a->color + " " + a->shape) + " and a smaller " +
-               b->color + " " + b->shape + " " + w.rel(*b, *a) + " it";
-      },
+          if (&other != &a && &other != &b && other.shape == a.shape) return "";
+        return "two " + plural(a.shape) + ", " + CaptionWriter::with_article(a.color) + " one " + w.rel(a, b) + " " +
+               CaptionWriter::with_article(b.color) + " one";
+      }),
+      about_a_pair([](CaptionWriter& w, const ShapeItem& a, const ShapeItem& b) -> std::string {  // size contrast
+        if (a.size != "large" || b.size != "small") return "";
+        return CaptionWriter::with_article(w.size_word(a) + " " + a.color + " " + a.shape) + " and a smaller " +
+               b.color + " " + b.shape + " " + w.rel(b, a) + " it";
+      }),
       [](CaptionWriter& w) -> std::string {  // two shapes, opposite sides
         if (count(w) != 2) return "";
         auto [a, b] = pick_pair(w);
@@ -260,17 +272,13 @@ const std::vector<Structure>& structures() {
         if (above(*a, *b)) return w.np(*a) + " at the top and " + w.np(*b) + " at the bottom";
         return "";
       },
-      [](CaptionWriter& w) -> std::string {  // definite descriptions
-        if (count(w) < 2) return "";
-        auto [a, b] = pick_pair(w);
-        if (!w.unique(*a) || !w.unique(*b)) return "";
-        return "the " + a->color + " " + a->shape + " is " + w.rel(*a, *b) + " the " + b->color + " " + b->shape;
-      },
-      [](CaptionWriter& w) -> std::string {
-        if (count(w) < 2) return "";
-        auto [a, b] = pick_pair(w);
-        return CaptionWriter::with_article(w.scene_.background) + " background with " + w.np(*a) + " " + w.rel(*a, *b) + " " + w.np(*b);
-      },
+      about_a_pair([](CaptionWriter& w, const ShapeItem& a, const ShapeItem& b) -> std::string {  // definite descriptions
+        if (!w.unique(a) || !w.unique(b)) return "";
+        return "the " + a.color + " " + a.shape + " is " + w.rel(a, b) + " the " + b.color + " " + b.shape;
+      }),
+      about_a_pair([](CaptionWriter& w, const ShapeItem& a, const ShapeItem& b) -> std::string {
+        return CaptionWriter::with_article(w.scene_.background) + " background with " + w.np(a) + " " + w.rel(a, b) + " " + w.np(b);
+      }),
       [](CaptionWriter& w) -> std::string {  // extremes
         if (count(w) < 2) return "";
         const auto& shapes = w.scene_.shapes;
@@ -298,71 +306,43 @@ const std::vector<Structure>& structures() {
         return std::string(horizontal ? "from left to right, " : "from top to bottom, ") + w.np(*order[0]) + ", " +
                w.np(*order[1]) + " and " + w.np(*order[2]);
       },
-      [](CaptionWriter& w) -> std::string {
-        if (count(w) != 3) return "";
-        const auto& s = w.scene_.shapes;
+      about_three([](CaptionWriter& w, const std::vector<ShapeItem>& s) -> std::string {
         return "three shapes, " + w.np(s[0]) + " " + w.loc(s[0]) + ", " + w.np(s[1]) + " and " + w.np(s[2]);
-      },
-      [](CaptionWriter& w) -> std::string {  // between
-        if (count(w) != 3) return "";
-        for (int m = 0; m < 3; ++m) {
-          const auto& a = w.scene_.shapes[static_cast<size_t>(m)];
-          const auto& b = w.scene_.shapes[static_cast<size_t>((m + 1) % 3)];
-          const auto& c = w.scene_.shapes[static_cast<size_t>((m + 2) % 3)];
-          const bool h = (left_of(b, a) && left_of(a, c)) || (left_of(c, a) && left_of(a, b));
-          const bool v = (above(b, a) && above(a, c)) || (above(c, a) && above(a, b));
-          if (h || v) return w.np(a) + " between " + w.np(b) + " and " + w.np(c);
-        }
+      }),
+      about_each_of_three([](CaptionWriter& w, const ShapeItem& a, const ShapeItem& b, const ShapeItem& c) -> std::string {  // between
+        const bool h = (left_of(b, a) && left_of(a, c)) || (left_of(c, a) && left_of(a, b));
+        const bool v = (above(b, a) && above(a, c)) || (above(c, a) && above(a, b));
+        if (h || v) return w.np(a) + " between " + w.np(b) + " and " + w.np(c);
         return "";
-      },
-      [](CaptionWriter& w) -> std::string {
-        if (count(w) != 3) return "";
-        const auto& s = w.scene_.shapes;
+      }),
+      about_three([](CaptionWriter& w, const std::vector<ShapeItem>& s) -> std::string {
         return w.np(s[0]) + " " + w.rel(s[0], s[1]) + " " + w.np(s[1]) + " and " + w.np(s[2]) + " " + w.loc(s[2]);
-      },
-      [](CaptionWriter& w) -> std::string {  // three of a kind
-        if (count(w) != 3) return "";
-        const auto& s = w.scene_.shapes;
+      }),
+      about_three([](CaptionWriter& w, const std::vector<ShapeItem>& s) -> std::string {  // three of a kind
         if (s[0].shape != s[1].shape || s[0].shape != s[2].shape) return "";
         if (w.same_kind(s[0], s[1]) && w.same_kind(s[0], s[2])) return "three " + s[0].color + " " + plural(s[0].shape);
         return "three " + plural(s[0].shape) + ", " + s[0].color + ", " + s[1].color + " and " + s[2].color;
-      },
-      [](CaptionWriter& w) -> std::string {  // a pair and one more
-        if (count(w) != 3) return "";
-        const auto& s = w.scene_.shapes;
-        for (int m = 0; m < 3; ++m) {
-          const auto& single = s[static_cast<size_t>(m)];
-          const auto& a = s[static_cast<size_t>((m + 1) % 3)];
-          const auto& b = s[static_cast<size_t>((m + 2) % 3)];
-          if (w.same_kind(a, b) && !w.same_kind(a, single))
-            return "two " + a.color + " " + plural(a.shape) + " and " + w.np(single) + " " + w.loc(single);
-        }
+      }),
+      about_each_of_three([](CaptionWriter& w, const ShapeItem& single, const ShapeItem& a, const ShapeItem& b) -> std::string {  // a pair and one more
+        if (w.same_kind(a, b) && !w.same_kind(a, single))
+          return "two " + a.color + " " + plural(a.shape) + " and " + w.np(single) + " " + w.loc(single);
         return "";
-      },
-      [](CaptionWriter& w) -> std::string {
-        if (count(w) != 3) return "";
-        const auto& s = w.scene_.shapes;
+      }),
+      about_three([](CaptionWriter& w, const std::vector<ShapeItem>& s) -> std::string {
         std::set<int> regions;
         for (const auto& x : s) regions.insert(row_of(x) * 3 + col_of(x));
         if (regions.size() != 3) return "";
         return w.np(s[0]) + " " + w.loc(s[0]) + ", " + w.np(s[1]) + " " + w.loc(s[1]) + " and " + w.np(s[2]) + " " + w.loc(s[2]);
-      },
-      [](CaptionWriter& w) -> std::string {  // one shape related to both others
-        if (count(w) != 3) return "";
-        const auto& s = w.scene_.shapes;
-        for (int m = 0; m < 3; ++m) {
-          const auto& a = s[static_cast<size_t>(m)];
-          const auto& b = s[static_cast<size_t>((m + 1) % 3)];
-          const auto& c = s[static_cast<size_t>((m + 2) % 3)];
-          const char* relation = left_of(a, b) && left_of(a, c)   ? "to the left of"
-                                 : left_of(b, a) && left_of(c, a) ? "to the right of"
-                                 : above(a, b) && above(a, c)     ? "above"
-                                 : above(b, a) && above(c, a)     ? "below"
-                                                                  : nullptr;
-          if (relation) return w.np(a) + " " + relation + " both " + w.np(b) + " and " + w.np(c);
-        }
+      }),
+      about_each_of_three([](CaptionWriter& w, const ShapeItem& a, const ShapeItem& b, const ShapeItem& c) -> std::string {  // one shape related to both others
+        const char* relation = left_of(a, b) && left_of(a, c)   ? "to the left of"
+                               : left_of(b, a) && left_of(c, a) ? "to the right of"
+                               : above(a, b) && above(a, c)     ? "above"
+                               : above(b, a) && above(c, a)     ? "below"
+                                                                : nullptr;
+        if (relation) return w.np(a) + " " + relation + " both " + w.np(b) + " and " + w.np(c);
         return "";
-      },
+      }),
   };
   return table;
 }

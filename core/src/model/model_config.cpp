@@ -233,97 +233,84 @@ bool ModelConfig::operator==(const ModelConfig& o) const {
 
 ModelConfig official_model_config() { return ModelConfig{}; }  // the defaults are the released model
 
-ModelConfig tiny_model_config() {
+namespace {
+
+// What a scaled-down preset sets; the rest is the released model's (patch 4,
+// 2 + 2 layers, final_swin_dim = the last Swin stage's width).
+struct ScaledSizes {
+  int64_t img_size, embed_dim;
+  std::vector<int64_t> depths, heads;
+  int64_t window, d_model, ff, num_heads;
+  std::vector<int64_t> exp_enc;
+  int64_t exp_dec, max_seq_len;
+};
+
+ModelConfig scaled_config(const ScaledSizes& s) {
   ModelConfig c;
-  c.swin_img_size = 128;
-  c.swin_patch_size = 4;
-  c.swin_in_chans = 3;
-  c.swin_embed_dim = 24;
-  c.swin_depths = {2, 2, 2, 2};
-  c.swin_num_heads = {1, 2, 3, 6};
-  c.swin_window_size = 4;
-  c.swin_mlp_ratio = 4.0;
-  c.swin_qkv_bias = true;
-  c.swin_ape = false;
-  c.swin_patch_norm = true;
-  c.final_swin_dim = 192;
-  c.d_model = 64;
+  c.swin_img_size = s.img_size;
+  c.swin_embed_dim = s.embed_dim;
+  c.swin_depths = s.depths;
+  c.swin_num_heads = s.heads;
+  c.swin_window_size = s.window;
+  c.final_swin_dim = s.embed_dim << (s.depths.size() - 1);
+  c.d_model = s.d_model;
   c.N_enc = 2;
   c.N_dec = 2;
-  c.ff = 128;
-  c.num_heads = 4;
-  c.num_exp_enc_list = {4, 8, 16};
-  c.num_exp_dec = 4;
-  c.max_seq_len = 20;
+  c.ff = s.ff;
+  c.num_heads = s.num_heads;
+  c.num_exp_enc_list = s.exp_enc;
+  c.num_exp_dec = s.exp_dec;
+  c.max_seq_len = s.max_seq_len;
   return c;
 }
 
+}  // namespace
+
+// Sizes in ScaledSizes' order: image, embed, depths, heads, window | d_model, ff, heads,
+// encoder expansion groups, decoder expansion slots, max_seq_len.
+ModelConfig tiny_model_config() { return scaled_config({128, 24, {2, 2, 2, 2}, {1, 2, 3, 6}, 4, 64, 128, 4, {4, 8, 16}, 4, 20}); }
+
+// 192x192 input, a 4-stage Swin with 32 base channels (48->24->12->6 token
+// grids, window 6: the last stage is one window), d_model 256: 6,570,318
+// parameters plus 513 per vocabulary word (embedding, projection, bias).
 ModelConfig small_model_config() {
-  // 192x192 input, a 4-stage Swin with 32 base channels (48->24->12->6 token
-  // grids, window 6: the last stage is one window), d_model 256: 6,570,318
-  // parameters plus 513 per vocabulary word (embedding, projection, bias).
-  ModelConfig c;
-  c.swin_img_size = 192;
-  c.swin_patch_size = 4;
-  c.swin_in_chans = 3;
-  c.swin_embed_dim = 32;
-  c.swin_depths = {2, 2, 2, 2};
-  c.swin_num_heads = {1, 2, 4, 8};
-  c.swin_window_size = 6;
-  c.swin_mlp_ratio = 4.0;
-  c.swin_qkv_bias = true;
-  c.swin_ape = false;
-  c.swin_patch_norm = true;
-  c.final_swin_dim = 256;
-  c.d_model = 256;
-  c.N_enc = 2;
-  c.N_dec = 2;
-  c.ff = 1024;
-  c.num_heads = 8;
-  c.num_exp_enc_list = {16, 32, 64};
-  c.num_exp_dec = 8;
-  c.max_seq_len = 74;
-  return c;
+  return scaled_config({192, 32, {2, 2, 2, 2}, {1, 2, 4, 8}, 6, 256, 1024, 8, {16, 32, 64}, 8, 74});
 }
 
+// The built-in demo model (the shapes-demo recipe trains it): the training
+// issue's calibration configuration (calibration_model_config) with convolutional
+// patch merging, without which this small Swin does not learn shape words.
 ModelConfig demo_model_config() {
-  // The built-in demo model (the shapes-demo recipe trains it): the training
-  // issue's calibration configuration (calibration_model_config) with convolutional
-  // patch merging, without which this small Swin does not learn shape words.
   ModelConfig c = calibration_model_config();
   c.swin_conv_merging = true;
   return c;
 }
 
+// The training issue's calibration configuration (the authors' code trained it
+// at 29 images/s on the project's 2-core CPU): what `expnet bench train` measures.
 ModelConfig calibration_model_config() {
-  // The training issue's calibration configuration (the authors' code trained it
-  // at 29 images/s on the project's 2-core CPU): what `expnet bench train` measures.
-  ModelConfig c;
-  c.swin_img_size = 96;
-  c.swin_patch_size = 4;
-  c.swin_embed_dim = 32;
-  c.swin_depths = {2, 2, 2};
-  c.swin_num_heads = {1, 2, 4};
-  c.swin_window_size = 6;
-  c.final_swin_dim = 128;
-  c.d_model = 128;
-  c.N_enc = 2;
-  c.N_dec = 2;
-  c.ff = 256;
-  c.num_heads = 4;
-  c.num_exp_enc_list = {8, 16};
-  c.num_exp_dec = 4;
-  c.max_seq_len = 22;
-  return c;
+  return scaled_config({96, 32, {2, 2, 2}, {1, 2, 4}, 6, 128, 256, 4, {8, 16}, 4, 22});
 }
 
-std::vector<std::string> model_preset_names() { return {"official", "tiny", "small", "demo"}; }
+namespace {
+
+const std::vector<std::pair<const char*, ModelConfig (*)()>>& presets() {
+  static const std::vector<std::pair<const char*, ModelConfig (*)()>> table = {
+      {"official", official_model_config}, {"tiny", tiny_model_config}, {"small", small_model_config}, {"demo", demo_model_config}};
+  return table;
+}
+
+}  // namespace
+
+std::vector<std::string> model_preset_names() {
+  std::vector<std::string> names;
+  for (const auto& [name, make] : presets()) names.emplace_back(name);
+  return names;
+}
 
 ModelConfig resolve_model_config(const std::string& preset_or_path) {
-  if (preset_or_path == "official") return official_model_config();
-  if (preset_or_path == "tiny") return tiny_model_config();
-  if (preset_or_path == "small") return small_model_config();
-  if (preset_or_path == "demo") return demo_model_config();
+  for (const auto& [name, make] : presets())
+    if (preset_or_path == name) return make();
   if (preset_or_path.empty())
     throw std::runtime_error("--model is empty: give a preset (" + join(model_preset_names()) + ") or a JSON file");
   std::error_code ec;

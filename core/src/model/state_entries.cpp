@@ -28,20 +28,4 @@ int64_t count_parameters(const torch::nn::Module& module) {
   return total;
 }
 
-std::string torch_dtype_name(const torch::Tensor& tensor) {
-  switch (tensor.scalar_type()) {
-    case torch::kFloat: return "float32";
-    case torch::kDouble: return "float64";
-    case torch::kHalf: return "float16";
-    case torch::kBFloat16: return "bfloat16";
-    case torch::kLong: return "int64";
-    case torch::kInt: return "int32";
-    case torch::kShort: return "int16";
-    case torch::kChar: return "int8";
-    case torch::kByte: return "uint8";
-    case torch::kBool: return "bool";
-    default: return c10::toString(tensor.scalar_type());
-  }
-}
-
 }  // namespace expnet

@@ -24,8 +24,6 @@ class PthFile {
   // truncated, refused global...).
   explicit PthFile(const std::string& path);
   ~PthFile();
-  PthFile(const PthFile&) = delete;
-  PthFile& operator=(const PthFile&) = delete;
 
   const std::string& path() const;
   const char* format() const;  // "zip" or "legacy"

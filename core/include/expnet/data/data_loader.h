@@ -71,8 +71,6 @@ class DataLoader {
   // source may be empty: batches then carry no images (a feature-cache trainer).
   DataLoader(const Dataset& dataset, Vocabulary vocabulary, LoaderOptions options, ImageSource source);
   ~DataLoader();
-  DataLoader(const DataLoader&) = delete;
-  DataLoader& operator=(const DataLoader&) = delete;
 
   // The next batch; crosses into the next epoch by itself. Rethrows an image
   // error (std::runtime_error naming the file) of that batch.

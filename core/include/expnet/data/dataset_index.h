@@ -56,8 +56,6 @@ class DatasetIndex {
   // naming the file when it is missing, not SQLite, or of another version.
   explicit DatasetIndex(const std::string& db_path);
   ~DatasetIndex();
-  DatasetIndex(const DatasetIndex&) = delete;
-  DatasetIndex& operator=(const DatasetIndex&) = delete;
 
   IndexPage query(const IndexQuery& query) const;
   std::string meta(const std::string& key) const;  // source, format, image_root, version, created
@@ -69,8 +67,11 @@ class DatasetIndex {
   std::vector<unsigned char> thumbnail(int64_t cocoid, int size, const ImageSource& source);
 
  private:
+  struct CloseDatabase {
+    void operator()(sqlite3* db) const;
+  };
   std::string path_;
-  sqlite3* db_ = nullptr;
+  std::unique_ptr<sqlite3, CloseDatabase> db_;
 };
 
 // The FTS5 query for a user's words: each cleaned word quoted, all required.

@@ -61,8 +61,6 @@ class FeatureCacheReader {
   // damaged file (size or trailer wrong).
   explicit FeatureCacheReader(const std::string& path);
   ~FeatureCacheReader();
-  FeatureCacheReader(const FeatureCacheReader&) = delete;
-  FeatureCacheReader& operator=(const FeatureCacheReader&) = delete;
 
   const std::string& path() const;
   const FeatureCacheHeader& header() const;

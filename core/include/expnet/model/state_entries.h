@@ -18,7 +18,5 @@ struct StateEntry {
 std::vector<StateEntry> state_entries(const torch::nn::Module& module);
 // Sum of parameter (not buffer) elements, as the reference counts them.
 int64_t count_parameters(const torch::nn::Module& module);
-// PyTorch's dtype name: "float32", "int64", ...
-std::string torch_dtype_name(const torch::Tensor& tensor);
 
 }  // namespace expnet
