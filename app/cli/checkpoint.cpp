@@ -8,6 +8,7 @@
 #include <set>
 
 #include "command.h"
+#include "expnet/checkpoint/pickler.h"
 #include "expnet/checkpoint/pth_file.h"
 #include "expnet/checkpoint/state_dict.h"
 #include "expnet/checkpoint/pth_writer.h"

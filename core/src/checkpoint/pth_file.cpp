@@ -10,6 +10,7 @@
 #include <unordered_map>
 
 #include "expnet/checkpoint/pth_file.h"
+#include "expnet/checkpoint/unpickler.h"
 
 namespace expnet {
 namespace {

@@ -4,6 +4,7 @@
 #include <sstream>
 #include <unordered_map>
 
+#include "expnet/checkpoint/pickler.h"
 #include "expnet/checkpoint/pth_file.h"
 #include "expnet/checkpoint/state_dict.h"
 
