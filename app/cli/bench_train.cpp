@@ -11,7 +11,7 @@
 #include "command.h"
 #include "expnet/model/model_config.h"
 #include "expnet/system/paths.h"
-#include "expnet/train/trainer.h"
+#include "expnet/train/train_bench.h"
 
 namespace expnet::cli {
 namespace {

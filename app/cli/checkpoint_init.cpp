@@ -13,6 +13,7 @@
 #include "expnet/checkpoint/state_dict.h"
 #include "expnet/checkpoint/pth_writer.h"
 #include "expnet/model/state_entries.h"
+#include "expnet/model/expansion_net.h"
 #include "expnet/model/model_config.h"
 #include "expnet/checkpoint/vocabulary_file.h"
 

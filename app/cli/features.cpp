@@ -29,8 +29,8 @@
 #include "expnet/model/model_config.h"
 #include "expnet/image/preprocess.h"
 #include "expnet/data/shapes_dataset.h"
-#include "expnet/train/trainer.h"
-#include "expnet/train/training.h"
+#include "expnet/train/radam.h"
+#include "expnet/train/train_steps.h"
 #include "expnet/text/vocabulary.h"
 
 namespace fs = std::filesystem;
@@ -289,8 +289,7 @@ void run_bench(const RuntimeOptions& runtime, const BenchArgs& a) {
   }
   const Dataset dataset = load_dataset(dataset_path);
   const Vocabulary vocab = build_vocabulary(dataset, 1).vocabulary;
-  const ModelConfig config = a.model == "shapes-demo" ? ModelConfig::from_json(train_preset("shapes-demo").model_json, "shapes-demo")
-                                                      : resolve_model_config(a.model);
+  const ModelConfig config = a.model == "shapes-demo" ? demo_model_config() : resolve_model_config(a.model);
   const torch::Device device(current_device());
   torch::manual_seed(1);
   ExpansionNet model(config, static_cast<int64_t>(vocab.size()));
@@ -326,14 +325,11 @@ void run_bench(const RuntimeOptions& runtime, const BenchArgs& a) {
   }
   FeatureCacheReader cache(cache_path);
 
-  // The trainer's frozen XE step (expnet/train/trainer.h): captioner trains, backbone frozen in eval mode.
-  std::vector<torch::Tensor> params;
-  for (const auto& item : model->named_parameters()) {
-    const bool backbone = item.key().rfind("swin_transf.", 0) == 0;
-    item.value().set_requires_grad(!backbone);
-    if (!backbone) params.push_back(item.value());
-  }
+  // The trainer's frozen XE step (expnet/train/train_steps.h): captioner trains, backbone frozen in eval mode.
+  const auto params = trainable_parameters(*model, /*frozen_backbone=*/true);
   RAdam optimizer(params, RAdamOptions(1e-4));
+  XeStepOptions xe;
+  xe.pad_id = vocab.pad_id();
   struct EpochTime {
     double wall, cpu;
     int64_t pairs;
@@ -370,12 +366,7 @@ void run_bench(const RuntimeOptions& runtime, const BenchArgs& a) {
           feats = model->backbone(images_to_model_input(batch.images, static_cast<int>(config.swin_img_size)).to(device));
         }
       }
-      const auto tokens =
-          torch::from_blob(batch.tokens.data(), {static_cast<int64_t>(batch.size()), batch.length}, torch::kLong).clone().to(device);
-      const auto input = tokens.narrow(1, 0, batch.length - 1);
-      const auto target = tokens.narrow(1, 1, batch.length - 1);
-      const auto lp = model->decode(model->encode(feats), input, causal_self_mask(input, vocab.pad_id()));
-      const auto loss = label_smoothing_loss(lp, target, vocab.pad_id(), 0.1);
+      const auto loss = xe_step(*model, feats, batch, xe).loss;
       loss.backward();
       optimizer.step();
       optimizer.zero_grad();

@@ -21,20 +21,36 @@ struct Options {
   double dist_timeout = 60;
 };
 
+// The options a rank started by --nproc gets again, with a value (`text`) or as a
+// flag: each row registers its option and passes it on, so a new one is one row.
+struct ForwardedOption {
+  const char* name;
+  std::string Options::*text;
+  bool Options::*flag;
+  const char* help;
+};
+const ForwardedOption kForwarded[] = {
+    {"--config", &Options::config, nullptr, "Training config JSON (schema in docs/training.md)"},
+    {"--preset", &Options::preset, nullptr, "Built-in recipe: paper or shapes-demo"},
+    {"--store", &Options::store, nullptr, "Run store file (default: <run folder>/runs.sqlite)"},
+    {"--name", &Options::name, nullptr, "Run name (default: the config's name)"},
+    {"--resume", nullptr, &Options::resume, "Continue the run in --out exactly where its last checkpoint left it"},
+    {"--no-progress", nullptr, &Options::no_progress, "No progress bar on stderr"},
+    {"--json", nullptr, &Options::json, "Print the outcome as one compact JSON object"},
+    {"--autocast", nullptr, &Options::autocast, "Mixed precision (float16 autocast + loss scaling); CUDA devices only"},
+};
+
 // --nproc N: the same command N times as ranks 0..N-1 on loopback (1 thread each
 // unless --threads says otherwise); the children see torchrun's variables.
 void launch(const RuntimeOptions& runtime, const Options& o, const std::string& out_dir) {
   if (std::getenv("WORLD_SIZE")) throw std::runtime_error("expnet train --nproc: WORLD_SIZE is already set (launched by torchrun?); drop --nproc");
   std::vector<std::string> args{"train", "--out", out_dir, "--threads", std::to_string(runtime.threads > 0 ? runtime.threads : 1),
                                 "--dist-timeout", std::to_string(o.dist_timeout)};
-  if (!o.config.empty()) args.insert(args.end(), {"--config", o.config});
-  if (!o.preset.empty()) args.insert(args.end(), {"--preset", o.preset});
-  if (!o.store.empty()) args.insert(args.end(), {"--store", o.store});
-  if (!o.name.empty()) args.insert(args.end(), {"--name", o.name});
+  for (const auto& option : kForwarded) {
+    if (option.text && !(o.*option.text).empty()) args.insert(args.end(), {option.name, o.*option.text});
+    if (option.flag && o.*option.flag) args.emplace_back(option.name);
+  }
   if (!runtime.device.empty()) args.insert(args.end(), {"--device", runtime.device});
-  for (const auto& [on, flag] : {std::pair{o.resume, "--resume"}, {o.no_progress, "--no-progress"}, {o.json, "--json"},
-                                 {o.autocast, "--autocast"}})
-    if (on) args.emplace_back(flag);
   LaunchOptions lo;
   lo.nproc = o.nproc;
   lo.child_args = args;
@@ -95,19 +111,15 @@ const bool registered = register_command({"train", 55, [](CLI::App& root) {
   auto* c = root.add_subcommand("train", "Train a model: staged XE / SCST recipe with checkpoints and a run store");
   auto runtime = add_runtime_options(c);
   auto o = std::make_shared<Options>();
-  c->add_option("--config", o->config, "Training config JSON (schema in docs/training.md)");
-  c->add_option("--preset", o->preset, "Built-in recipe: paper or shapes-demo");
+  for (const auto& option : kForwarded) {
+    if (option.text) c->add_option(option.name, (*o).*option.text, option.help);
+    if (option.flag) c->add_flag(option.name, (*o).*option.flag, option.help);
+  }
   c->add_option("--out", o->out, "Run folder (default: <data dir>/runs/<name>)");
-  c->add_option("--store", o->store, "Run store file (default: <run folder>/runs.sqlite)");
-  c->add_option("--name", o->name, "Run name (default: the config's name)");
-  c->add_flag("--resume", o->resume, "Continue the run in --out exactly where its last checkpoint left it");
-  c->add_flag("--no-progress", o->no_progress, "No progress bar on stderr");
   c->add_flag("--print-config", o->print_config, "Print the resolved config JSON and exit");
-  c->add_flag("--json", o->json, "Print the outcome as one compact JSON object");
   c->add_option("--nproc", o->nproc, "Data-parallel training in N local processes (Gloo on loopback, 1 thread each by default)")
       ->check(CLI::Range(1, 256));
   c->add_option("--dist-timeout", o->dist_timeout, "Distributed: seconds a rank waits for the others before failing (default 60)");
-  c->add_flag("--autocast", o->autocast, "Mixed precision (float16 autocast + loss scaling); CUDA devices only");
   c->callback([runtime, o] { run(*runtime, *o); });
 }});
 

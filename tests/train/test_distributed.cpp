@@ -58,11 +58,7 @@ class TestDistributed : public QObject {
     QProcess p;
     p.start(expnet_test::cliPath(), QStringList{"train", "--out", cut} + common);
     QVERIFY(p.waitForStarted());
-    QElapsedTimer timer;
-    timer.start();
-    while (latest_step(cut) < 4 && timer.elapsed() < 120000 && p.state() == QProcess::Running) QTest::qWait(10);
-    QVERIFY2(p.state() == QProcess::Running, "the run ended before it could be interrupted");
-    ::kill(static_cast<pid_t>(p.processId()), SIGINT);
+    QVERIFY2(expnet_test::signal_at_step(p, cut, 4, 10, SIGINT), "the run ended before it could be interrupted");
     QVERIFY(p.waitForFinished(60000));
     QCOMPARE(p.exitCode(), 130);
     const int stopped_at = latest_step(cut);

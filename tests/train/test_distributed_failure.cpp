@@ -26,12 +26,11 @@ class TestDistributedFailure : public QObject {
     start_rank(rank0, 0, port, config, out, timeout_s);
     start_rank(rank1, 1, port, config, out, timeout_s);
     QVERIFY(rank0.waitForStarted() && rank1.waitForStarted());
-    QElapsedTimer timer;
-    timer.start();
-    while (latest_step(out) < 2 && timer.elapsed() < 120000 && rank0.state() == QProcess::Running) QTest::qWait(20);
+    expnet_test::wait_for_step(rank0, out, 2, 20);
     QVERIFY2(latest_step(out) >= 2, rank0.readAllStandardError().constData());
     ::kill(static_cast<pid_t>(rank1.processId()), sig);
-    timer.restart();
+    QElapsedTimer timer;
+    timer.start();
     const bool ended = rank0.waitForFinished(static_cast<int>(limit_ms));
     const qint64 took = timer.elapsed();
     ::kill(static_cast<pid_t>(rank1.processId()), SIGKILL);

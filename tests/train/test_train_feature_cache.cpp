@@ -97,11 +97,7 @@ class TestTrainFeatureCache : public QObject {
     QProcess p;
     p.start(expnet_test::cliPath(), QStringList(base) << "--out" << killed);
     QVERIFY(p.waitForStarted());
-    QElapsedTimer timer;
-    timer.start();
-    while (latest_step(killed) < 3 && timer.elapsed() < 120000 && p.state() == QProcess::Running) QTest::qWait(5);
-    QVERIFY2(p.state() == QProcess::Running, "the run ended before it could be killed");
-    ::kill(static_cast<pid_t>(p.processId()), SIGKILL);
+    QVERIFY2(expnet_test::signal_at_step(p, killed, 3, 5, SIGKILL), "the run ended before it could be killed");
     p.waitForFinished();
     const int at = latest_step(killed);
     QVERIFY(at >= 3 && at < 10);
@@ -113,10 +109,7 @@ class TestTrainFeatureCache : public QObject {
     const auto x = expnet::read_state_dict((whole + "/run/final.pth").toStdString());
     const auto y = expnet::read_state_dict((killed + "/final.pth").toStdString());
     QCOMPARE(x.size(), y.size());
-    bool identical = true;
-    for (size_t i = 0; i < x.size(); ++i)
-      identical = identical && x[i].first == y[i].first && torch::equal(x[i].second, y[i].second);
-    QVERIFY(identical);
+    QVERIFY(expnet_test::same_entries(x, y));
   }
 };
 

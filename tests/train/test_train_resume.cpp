@@ -42,11 +42,7 @@ class TestTrainResume : public QObject {
     QProcess p;
     p.start(expnet_test::cliPath(), train_args(killed, false));
     QVERIFY(p.waitForStarted());
-    QElapsedTimer timer;
-    timer.start();
-    while (latest_step(killed) < 4 && timer.elapsed() < 120000 && p.state() == QProcess::Running) QTest::qWait(20);
-    QVERIFY2(p.state() == QProcess::Running, "the run ended before it could be killed");
-    ::kill(static_cast<pid_t>(p.processId()), SIGKILL);
+    QVERIFY2(expnet_test::signal_at_step(p, killed, 4, 20, SIGKILL), "the run ended before it could be killed");
     p.waitForFinished();
     QVERIFY(latest_step(killed) >= 4);
 
@@ -70,10 +66,7 @@ class TestTrainResume : public QObject {
     const auto x = expnet::read_state_dict((whole + "/final.pth").toStdString());
     const auto y = expnet::read_state_dict((killed + "/final.pth").toStdString());
     QCOMPARE(x.size(), y.size());
-    bool identical = true;
-    for (size_t i = 0; i < x.size(); ++i)
-      identical = identical && x[i].first == y[i].first && torch::equal(x[i].second, y[i].second);
-    QVERIFY(identical);
+    QVERIFY(expnet_test::same_entries(x, y));
   }
 };
 

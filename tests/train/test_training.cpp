@@ -15,7 +15,10 @@
 #include "expnet/metrics/cider_reward.h"
 #include "expnet/model/expansion_net.h"
 #include "expnet/model/model_config.h"
-#include "expnet/train/training.h"
+#include "expnet/train/losses.h"
+#include "expnet/train/lr_schedule.h"
+#include "expnet/train/radam.h"
+#include "expnet/train/train_steps.h"
 #include "support/fixtures.h"
 
 using namespace expnet;

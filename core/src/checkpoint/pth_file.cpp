@@ -13,6 +13,7 @@
 
 #include "expnet/checkpoint/unpickler.h"
 #include "expnet/checkpoint/pth_file.h"
+#include "expnet/checkpoint/unpickler.h"
 
 namespace expnet {
 namespace {

@@ -13,6 +13,7 @@
 #include "expnet/system/atomic_file.h"
 #include "expnet/checkpoint/pth_file.h"
 #include "expnet/checkpoint/pth_writer.h"
+#include "expnet/checkpoint/pickler.h"
 
 namespace expnet {
 namespace {

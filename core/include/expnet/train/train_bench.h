@@ -1,0 +1,36 @@
+// `expnet bench train`: end-to-end XE training steps (loader with image
+// decoding, backbone, encoder, decoder, label-smoothed loss, backward, RAdam)
+// on the generated shapes set, timed per phase; medians after warm-up.
+// Figures: docs/training.md ("Benchmark").
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+namespace expnet {
+
+struct TrainBenchOptions {
+  std::string model_json;        // empty: the shapes-demo (calibration) model
+  std::string data_dir;          // shapes set (generated there when absent)
+  int64_t shapes_images = 300;
+  int64_t batch = 32;
+  int64_t steps = 10, warmup = 3;
+  int workers = 2;
+  uint64_t seed = 1;
+  double dropout = 0.1, drop_path = 0.0;
+};
+
+struct TrainBenchResult {
+  int64_t parameters = 0, batch = 0, steps = 0;
+  double images_per_s = 0;       // batch / median step time
+  // Process CPU time per step (all threads): on a loaded machine wall time
+  // stretches, this does not (with 1 thread: images per CPU-second).
+  double cpu_ms = 0, images_per_cpu_s = 0;
+  // Median milliseconds per step of each phase (step = their sum, measured as one).
+  double step_ms = 0, data_ms = 0, backbone_fwd_ms = 0, encdec_fwd_ms = 0, loss_ms = 0, backward_ms = 0,
+         optimizer_ms = 0;
+};
+
+TrainBenchResult bench_training(const TrainBenchOptions& options);
+
+}  // namespace expnet

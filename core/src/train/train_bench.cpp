@@ -1,0 +1,139 @@
+// The training benchmark (see expnet/train/train_bench.h).
+#include "expnet/train/train_bench.h"
+
+#include <spdlog/spdlog.h>
+#include <torch/torch.h>
+
+#include <algorithm>
+#include <chrono>
+#include <ctime>
+#include <filesystem>
+#include <stdexcept>
+#include <vector>
+
+#include "expnet/data/data_loader.h"
+#include "expnet/data/dataset.h"
+#include "expnet/data/shapes_dataset.h"
+#include "expnet/image/image_decode.h"
+#include "expnet/image/preprocess.h"
+#include "expnet/model/expansion_net.h"
+#include "expnet/model/model_config.h"
+#include "expnet/train/radam.h"
+#include "expnet/text/vocabulary.h"
+#include "expnet/train/train_steps.h"
+
+namespace fs = std::filesystem;
+
+namespace expnet {
+namespace {
+
+// The middle value, or the mean of the two middle ones (0 for none). app/cli's
+// benchmarks have theirs; core has no shared statistics helper yet.
+double median_of(std::vector<double> v) {
+  if (v.empty()) return 0;
+  std::sort(v.begin(), v.end());
+  const size_t n = v.size();
+  return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
+}
+
+double process_cpu_ms() {
+  timespec ts{};
+  clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
+  return 1e3 * static_cast<double>(ts.tv_sec) + 1e-6 * static_cast<double>(ts.tv_nsec);
+}
+
+std::string shapes_dataset_in(const TrainBenchOptions& o) {
+  const std::string json_path = o.data_dir + "/dataset_coco.json";
+  if (fs::exists(json_path)) return json_path;
+  ShapesOptions so;
+  so.out_dir = o.data_dir;
+  so.images = o.shapes_images;
+  so.seed = o.seed;
+  spdlog::info("generating {} shapes images into {}", so.images, so.out_dir);
+  return make_shapes_dataset(so).json_path;
+}
+
+// Milliseconds of each phase of every timed step.
+struct PhaseTimes {
+  std::vector<double> step, cpu, data, backbone, encdec, loss, backward, optimizer;
+};
+
+}  // namespace
+
+TrainBenchResult bench_training(const TrainBenchOptions& o) {
+  if (o.batch < 1 || o.steps < 1 || o.warmup < 0) throw std::runtime_error("bench train: --batch and --steps must be >= 1, --warmup >= 0");
+  const ModelConfig mc = o.model_json.empty() ? calibration_model_config() : ModelConfig::from_json(o.model_json, "bench train model");
+  const Dataset dataset = load_dataset(shapes_dataset_in(o));
+  const Vocabulary vocab = build_vocabulary(dataset, 1).vocabulary;
+  torch::manual_seed(static_cast<uint64_t>(o.seed));
+  ExpansionNet model(mc, static_cast<int64_t>(vocab.size()));
+  DropoutRates rates;
+  rates.enc = rates.dec = rates.enc_input = rates.dec_input = rates.other = o.dropout;
+  rates.swin_drop_path = o.drop_path;
+  model->set_dropout(rates);
+  model->train();
+  LoaderOptions lo;
+  lo.mode = SamplingMode::CaptionWise;
+  lo.batch_size = o.batch;
+  lo.seed = o.seed;
+  lo.workers = o.workers;
+  lo.max_words = 20;
+  DataLoader loader(dataset, vocab, lo, [](const std::string& path) { return load_image_rgb(path); });
+  const auto params = trainable_parameters(*model, /*frozen_backbone=*/false);
+  RAdam optimizer(params, RAdamOptions(1e-4));
+
+  TrainBenchResult r;
+  for (const auto& p : params) r.parameters += p.numel();
+  r.batch = o.batch;
+  r.steps = o.steps;
+  using clock = std::chrono::steady_clock;
+  const auto ms = [](clock::time_point a, clock::time_point b) { return std::chrono::duration<double, std::milli>(b - a).count(); };
+  clock::time_point t3;
+  XeStepOptions xe;
+  xe.pad_id = vocab.pad_id();
+  xe.forward_done = [&t3] { t3 = clock::now(); };
+  PhaseTimes times;
+  for (int64_t i = 0; i < o.warmup + o.steps; ++i) {
+    const double c0 = process_cpu_ms();
+    const auto t0 = clock::now();
+    Batch batch = loader.next();
+    const auto images = images_to_model_input(batch.images, static_cast<int>(mc.swin_img_size));
+    const auto t1 = clock::now();
+    const auto feats = model->backbone(images);
+    const auto t2 = clock::now();
+    const auto loss = xe_step(*model, feats, batch, xe).loss;  // sets t3 between forward and loss
+    const auto t4 = clock::now();
+    loss.backward();
+    const auto t5 = clock::now();
+    torch::nn::utils::clip_grad_norm_(params, 1.0);
+    optimizer.step();
+    optimizer.zero_grad();
+    const auto t6 = clock::now();
+    const double c6 = process_cpu_ms();
+    spdlog::info("step {}{}: {:.0f} ms (CPU {:.0f} ms) (data {:.0f}, backbone fwd {:.0f}, enc+dec fwd {:.0f}, loss {:.0f}, backward {:.0f}, "
+                 "optimizer {:.0f}), loss {:.4f}", i + 1, i < o.warmup ? " (warm-up)" : "", ms(t0, t6), c6 - c0, ms(t0, t1),
+                 ms(t1, t2), ms(t2, t3), ms(t3, t4), ms(t4, t5), ms(t5, t6), loss.item<double>());
+    if (i < o.warmup) continue;
+    times.step.push_back(ms(t0, t6));
+    times.cpu.push_back(c6 - c0);
+    times.data.push_back(ms(t0, t1));
+    times.backbone.push_back(ms(t1, t2));
+    times.encdec.push_back(ms(t2, t3));
+    times.loss.push_back(ms(t3, t4));
+    times.backward.push_back(ms(t4, t5));
+    times.optimizer.push_back(ms(t5, t6));
+  }
+  r.step_ms = median_of(times.step);
+  r.data_ms = median_of(times.data);
+  r.backbone_fwd_ms = median_of(times.backbone);
+  r.encdec_fwd_ms = median_of(times.encdec);
+  r.loss_ms = median_of(times.loss);
+  r.backward_ms = median_of(times.backward);
+  r.optimizer_ms = median_of(times.optimizer);
+  r.cpu_ms = median_of(times.cpu);
+  r.images_per_cpu_s = r.cpu_ms > 0 ? 1000.0 * static_cast<double>(o.batch) / r.cpu_ms : 0;
+  r.images_per_s = r.step_ms > 0 ? 1000.0 * static_cast<double>(o.batch) / r.step_ms : 0;
+  return r;
+}
+
+}  // namespace expnet

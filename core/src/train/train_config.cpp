@@ -1,0 +1,327 @@
+// The training config's field tables, JSON and presets (see expnet/train/train_config.h).
+#include "expnet/train/train_config.h"
+
+#include <nlohmann/json.hpp>
+
+#include <algorithm>
+#include <functional>
+#include <stdexcept>
+#include <type_traits>
+#include <utility>
+
+#include "expnet/model/model_config.h"
+
+namespace expnet {
+namespace {
+
+using nlohmann::json;
+
+template <typename V>
+using Names = std::vector<std::pair<V, std::string>>;
+
+// Function statics: the tables below and to_string() may run before this
+// file's globals would be initialised.
+const Names<Objective>& objectives() {
+  static const Names<Objective> names = {{Objective::xe, "xe"}, {Objective::scst, "scst"}};
+  return names;
+}
+const Names<BatchUnit>& batch_units() {
+  static const Names<BatchUnit> names = {{BatchUnit::caption, "caption"}, {BatchUnit::image, "image"}};
+  return names;
+}
+const Names<FeatureCacheMode>& feature_cache_modes() {
+  static const Names<FeatureCacheMode> names = {{FeatureCacheMode::disk, "disk"}, {FeatureCacheMode::off, "off"}};
+  return names;
+}
+const Names<LrScheduleKind>& schedules() {
+  static const Names<LrScheduleKind> names = [] {
+    Names<LrScheduleKind> out;
+    for (auto kind : {LrScheduleKind::reference, LrScheduleKind::linear_warmup, LrScheduleKind::fixed})
+      out.emplace_back(kind, to_string(kind));  // lr_schedule.h names them
+    return out;
+  }();
+  return names;
+}
+const Names<bool>& backbones() {  // StageConfig::frozen_backbone
+  static const Names<bool> names = {{true, "frozen"}, {false, "train"}};
+  return names;
+}
+
+template <typename V>
+const std::string& name_of(const Names<V>& names, V value) {
+  for (const auto& [v, name] : names)
+    if (v == value) return name;
+  throw std::logic_error("training config: a value without a name");
+}
+
+// "a or b", "a, b or c": the accepted values as an error message lists them.
+template <typename V>
+std::string alternatives(const Names<V>& names) {
+  std::string out;
+  for (size_t i = 0; i < names.size(); ++i)
+    out += (i == 0 ? "" : i + 1 == names.size() ? " or " : ", ") + names[i].second;
+  return out;
+}
+
+// One row of a schema: what a form shows (info) and how the key moves between
+// the struct and JSON. `read` gets nullptr for an absent key (the default stays,
+// unless the key is required).
+template <typename Owner>
+struct Field {
+  ConfigFieldInfo info;
+  std::function<void(const json* value, Owner& owner, const std::string& source)> read;
+  std::function<json(const Owner& owner)> write;
+};
+
+template <typename T>
+T value_as(const json& value, const std::string& key, const std::string& source) {
+  try {
+    return value.get<T>();
+  } catch (const std::exception&) {
+    throw std::runtime_error(source + ": key '" + key + "' has the wrong type");
+  }
+}
+
+// A text or number key held as is in `member`.
+template <typename Owner, typename T>
+Field<Owner> plain(const char* key, T Owner::*member, const char* help) {
+  ConfigFieldType type = ConfigFieldType::text;
+  if constexpr (std::is_integral_v<T>) type = ConfigFieldType::integer;
+  if constexpr (std::is_floating_point_v<T>) type = ConfigFieldType::real;
+  return {{key, type, "", help, {}},
+          [member, key](const json* value, Owner& owner, const std::string& source) {
+            if (value) owner.*member = value_as<T>(*value, key, source);
+          },
+          [member](const Owner& owner) { return json(owner.*member); }};
+}
+
+// A key whose text names one of a few values (an enum, or the backbone's bool).
+template <typename Owner, typename V>
+Field<Owner> choice(const char* key, V Owner::*member, const Names<V>& names, const char* help) {
+  std::vector<std::string> accepted;
+  for (const auto& entry : names) accepted.push_back(entry.second);
+  return {{key, ConfigFieldType::choice, "", help, accepted},
+          [member, key, &names](const json* value, Owner& owner, const std::string& source) {
+            if (!value) return;
+            const auto text = value_as<std::string>(*value, key, source);
+            const auto it = std::find_if(names.begin(), names.end(), [&](const auto& e) { return e.second == text; });
+            if (it == names.end())
+              throw std::runtime_error(source + ": " + key + " must be " + alternatives(names) + ", not '" + text + "'");
+            owner.*member = it->first;
+          },
+          [member, &names](const Owner& owner) { return json(name_of(names, owner.*member)); }};
+}
+
+const std::vector<Field<StageConfig>>& stage_fields() {
+  using S = StageConfig;
+  static const std::vector<Field<S>> table = {
+      // what the stage trains, on what
+      plain("name", &S::name, "Stage name, shown in the log and the charts"),
+      choice("objective", &S::objective, objectives(),
+             "xe (cross-entropy with label smoothing) or scst (self-critical, CIDEr-D reward)"),
+      choice("backbone", &S::frozen_backbone, backbones(),
+             "frozen (features extracted once, cached) or train (end to end)"),
+      plain("epochs", &S::epochs, "Epochs of this stage"),
+      plain("batch", &S::batch, "Micro-batch: caption pairs (or images, see batch_unit) for xe, images for scst"),
+      choice("batch_unit", &S::batch_unit, batch_units(),
+             "xe: caption (pairs, the reference) or image (each image with all its captions: "
+             "the backbone runs once per image)"),
+      plain("accumulate", &S::accumulate, "Micro-batches per optimizer step (losses summed)"),
+      // the learning rate
+      plain("lr", &S::lr, "Peak learning rate (RAdam)"),
+      choice("schedule", &S::schedule, schedules(),
+             "reference (paper warm-up and annealing), linear (linear warm-up) or fixed"),
+      plain("warmup", &S::warmup, "Warm-up iterations (micro-batches)"),
+      plain("anneal_factor", &S::anneal_factor, "Learning rate multiplied by this every anneal_every epochs"),
+      plain("anneal_every", &S::anneal_every, "Epochs between annealing steps"),
+      // regularisation, and a cap for quick runs
+      plain("clip", &S::clip, "Max gradient norm; 0 = no clipping"),
+      plain("dropout", &S::dropout, "All captioner dropouts"),
+      plain("drop_path", &S::drop_path, "Swin drop-path (end-to-end stages only)"),
+      plain("max_batches_per_epoch", &S::max_batches_per_epoch,
+            "Cap on micro-batches per epoch; 0 = the whole epoch (quick runs)"),
+  };
+  return table;
+}
+
+void check_stage(const StageConfig& s, const std::string& source) {
+  if (s.batch < 1 || s.accumulate < 1 || s.epochs < 0 || s.lr < 0 || s.anneal_every < 1)
+    throw std::runtime_error(source + ": batch, accumulate, anneal_every must be >= 1, epochs and lr >= 0");
+}
+
+void check_config(const TrainConfig& c, const std::string& source) {
+  for (size_t i = 0; i < c.stages.size(); ++i) check_stage(c.stages[i], source + " stage " + std::to_string(i));
+  if (c.keep_last < 1) throw std::runtime_error(source + ": keep_last must be >= 1");
+}
+
+// Strict: a key the table does not list is an error, not ignored.
+template <typename Owner>
+Owner read_object(const json& j, const std::vector<Field<Owner>>& table, const std::string& source) {
+  for (const auto& item : j.items())
+    if (std::none_of(table.begin(), table.end(), [&](const Field<Owner>& f) { return f.info.key == item.key(); }))
+      throw std::runtime_error(source + ": unknown key '" + item.key() + "' (see docs/training.md)");
+  Owner owner;
+  for (const auto& field : table) {
+    const auto it = j.find(field.info.key);
+    field.read(it == j.end() ? nullptr : &*it, owner, source);
+  }
+  return owner;
+}
+
+json parse_object(const std::string& text, const std::string& source) {
+  try {
+    json j = json::parse(text);
+    if (j.is_object()) return j;
+  } catch (const json::parse_error& e) {
+    throw std::runtime_error(source + ": not valid JSON (" + e.what() + ")");
+  }
+  throw std::runtime_error(source + ": the training config must be a JSON object");
+}
+
+template <typename Owner>
+json write_object(const Owner& owner, const std::vector<Field<Owner>>& table) {
+  json j = json::object();
+  for (const auto& field : table) j[field.info.key] = field.write(owner);
+  return j;
+}
+
+StageConfig stage_from_json(const json& j, const std::string& source) {
+  if (!j.is_object()) throw std::runtime_error(source + ": every stage must be a JSON object");
+  StageConfig s = read_object(j, stage_fields(), source);
+  check_stage(s, source);
+  return s;
+}
+
+Field<TrainConfig> model_field() {
+  return {{"model", ConfigFieldType::object, "", "Model preset name (docs/model.md) or a model-config object", {}},
+          [](const json* value, TrainConfig& c, const std::string& source) {
+            if (!value) throw std::runtime_error(source + ": key 'model' (a preset name or an object) is missing");
+            const ModelConfig model = value->is_string() ? resolve_model_config(value->get<std::string>())
+                                                         : ModelConfig::from_json(value->dump(), source + " model");
+            c.model_json = model.to_json();
+          },
+          [](const TrainConfig& c) { return json::parse(c.model_json); }};
+}
+
+Field<TrainConfig> stages_field() {
+  return {{"stages", ConfigFieldType::list, "", "The stages, run in order (each a stage object)", {}},
+          [](const json* value, TrainConfig& c, const std::string& source) {
+            if (!value || !value->is_array() || value->empty())
+              throw std::runtime_error(source + ": 'stages' must be a non-empty array");
+            for (size_t i = 0; i < value->size(); ++i)
+              c.stages.push_back(stage_from_json((*value)[i], source + " stage " + std::to_string(i)));
+          },
+          [](const TrainConfig& c) {
+            json stages = json::array();
+            for (const auto& s : c.stages) stages.push_back(write_object(s, stage_fields()));
+            return stages;
+          }};
+}
+
+const std::vector<Field<TrainConfig>>& train_fields() {
+  using C = TrainConfig;
+  static const std::vector<Field<C>> table = {
+      // the run
+      plain("name", &C::name, "Run name in the run store (unique per store)"),
+      plain("seed", &C::seed, "Seed of initialisation, dropout, sampling and loader shuffling"),
+      model_field(),
+      // the data
+      plain("shapes_images", &C::shapes_images, "Images generated for the 'shapes' dataset"),
+      plain("shapes_seed", &C::shapes_seed, "Seed of the generated shapes set"),
+      plain("vocab_min_count", &C::vocab_min_count, "Words seen fewer times in train+restval become UNK"),
+      plain("dataset", &C::dataset,
+            "Dataset file (any format of docs/datasets.md), or 'shapes': generated into <out>/shapes when absent"),
+      // validation after every epoch
+      plain("validation_images", &C::validation_images, "Validation images scored (CIDEr-D, BLEU) after every epoch"),
+      plain("validation_beam", &C::validation_beam, "Beam size of validation decoding"),
+      plain("validation_max_len", &C::validation_max_len, "Longest validation caption (words)"),
+      // checkpoints
+      plain("init_checkpoint", &C::init_checkpoint,
+            "Start from these weights (same model and vocabulary, e.g. an XE run's best.pth); empty = seeded"),
+      plain("keep_last", &C::keep_last, "Step checkpoints kept (plus best.pth)"),
+      plain("checkpoint_every", &C::checkpoint_every, "Also checkpoint every N optimizer steps; 0 = end of epoch only"),
+      // how images reach the model
+      plain("workers", &C::workers, "Image decoding threads of the loader"),
+      choice("feature_cache", &C::feature_cache, feature_cache_modes(),
+             "Frozen-backbone stages: disk (features extracted once, float16 file) or off (backbone per batch)"),
+      stages_field(),
+  };
+  return table;
+}
+
+// The table's rows as a form shows them, defaults written from a default-made Owner.
+template <typename Owner>
+std::vector<ConfigFieldInfo> infos(const std::vector<Field<Owner>>& table) {
+  const Owner defaults{};
+  std::vector<ConfigFieldInfo> out;
+  for (const auto& field : table) {
+    out.push_back(field.info);
+    const bool required = field.info.type == ConfigFieldType::object || field.info.type == ConfigFieldType::list;
+    if (!required) out.back().default_json = field.write(defaults).dump();
+  }
+  return out;
+}
+
+}  // namespace
+
+std::string to_string(Objective objective) { return name_of(objectives(), objective); }
+std::string to_string(BatchUnit unit) { return name_of(batch_units(), unit); }
+std::string to_string(FeatureCacheMode mode) { return name_of(feature_cache_modes(), mode); }
+
+std::string StageConfig::to_json() const { return write_object(*this, stage_fields()).dump(); }
+
+TrainConfig TrainConfig::from_json(const std::string& text, const std::string& source) {
+  TrainConfig c = read_object(parse_object(text, source), train_fields(), source);
+  check_config(c, source);
+  return c;
+}
+
+std::string TrainConfig::to_json() const { return write_object(*this, train_fields()).dump(1); }
+
+std::vector<ConfigFieldInfo> stage_config_fields() { return infos(stage_fields()); }
+std::vector<ConfigFieldInfo> train_config_fields() { return infos(train_fields()); }
+
+// ---------------------------------------------------------------- presets
+
+TrainConfig train_preset(const std::string& name) {
+  using LR = LrScheduleKind;
+  // StageConfig's members in order: name, objective, frozen backbone, batch,
+  // accumulate, lr, schedule, warmup, anneal_factor, anneal_every, epochs, clip,
+  // dropout, drop_path, max_batches_per_epoch.
+  TrainConfig c;
+  c.name = name;
+  if (name == "paper") {
+    c.model_json = official_model_config().to_json();
+    c.dataset = "";  // must be given: the COCO Karpathy file
+    c.validation_images = 5000;
+    const auto a = StageConfig{"A", Objective::xe, true, 48, 1, 2e-4, LR::reference, 10000, 0.8, 2, 8, 0, 0.3, 0.1, 0};
+    const auto b = StageConfig{"B", Objective::xe, false, 48, 1, 3e-5, LR::reference, 1, 0.55, 1, 2, 0, 0.3, 0.1, 0};
+    const auto cc = StageConfig{"C", Objective::scst, true, 48, 1, 1e-4, LR::reference, 1, 0.8, 1, 9, 0, 0.1, 0.1, 0};
+    const auto d = StageConfig{"D", Objective::scst, false, 24, 2, 2e-6, LR::fixed, 0, 1.0, 1, 1, 0, 0.1, 0.1, 0};
+    c.stages = {a, b, cc, d};
+  } else if (name == "shapes-demo") {
+    c.model_json = demo_model_config().to_json();
+    c.dataset = "shapes";
+    // The built-in demo model (resources/demo, README): about 17 minutes of XE
+    // end to end on a 2-core CPU, whole images per batch so the backbone runs
+    // once for five captions, then about 6 minutes of SCST on cached features.
+    // Shape words come late and stay fragile on foreign scenes until the
+    // backbone has seen about 65k images (docs/training.md): 27 epochs, with a
+    // slow anneal (x0.8 every 4) that keeps the rate up for them.
+    c.shapes_images = 3000;
+    c.vocab_min_count = 1;
+    c.validation_images = 60;
+    auto xe = StageConfig{"xe", Objective::xe, false, 12, 1, 1e-3, LR::linear_warmup, 200, 0.8, 4, 27, 1.0, 0.1, 0.0, 0};
+    xe.batch_unit = BatchUnit::image;
+    const auto scst = StageConfig{"scst", Objective::scst, true, 16, 1, 1e-4, LR::fixed, 0, 0.8, 1, 3, 1.0, 0.1, 0.0, 0};
+    c.stages = {xe, scst};
+  } else {
+    throw std::runtime_error("unknown training preset '" + name + "' (use paper or shapes-demo, or --config FILE)");
+  }
+  check_config(c, "training preset '" + name + "'");  // the presets obey the schema's limits too
+  return c;
+}
+
+std::vector<std::string> train_preset_names() { return {"paper", "shapes-demo"}; }
+
+}  // namespace expnet
