@@ -4,6 +4,8 @@
 #include <QApplication>
 #include <QCommandLineParser>
 #include <QIcon>
+#include <QStyle>
+#include <QStyleFactory>
 #include <QTimer>
 
 #include <cstdio>
@@ -17,6 +19,7 @@
 #include "caption/captionpage.h"
 #include "expnet/model/demo_model.h"
 #include "expnet/system/system.h"
+#include "common/theme.h"
 #include "training/trainingpage.h"
 
 int main(int argc, char** argv) {
@@ -48,8 +51,20 @@ int main(int argc, char** argv) {
   QCommandLineOption vocab(QStringLiteral("vocab"), QStringLiteral("Vocabulary (.pickle or .json) of the checkpoint."), QStringLiteral("FILE"));
   QCommandLineOption beam(QStringLiteral("beam"), QStringLiteral("Attention page: beam width of the traced caption (1 = greedy)."), QStringLiteral("N"));
   QCommandLineOption word(QStringLiteral("word"), QStringLiteral("Attention page: the caption's word to show, 1 = the first."), QStringLiteral("N"));
-  parser.addOptions({screenshot, page, open, run, threads, device, model, checkpoint, vocab, beam, word});
+  QCommandLineOption theme(QStringLiteral("theme"), QStringLiteral("Colours: system (the desktop's palette), light or dark."),
+                           QStringLiteral("THEME"), QStringLiteral("system"));
+  parser.addOptions({screenshot, page, open, run, threads, device, model, checkpoint, vocab, beam, word, theme});
   parser.process(app);
+  // Before any widget exists: the pages read their colours when they are built.
+  const QString themeName = parser.value(theme);
+  if (themeName == QStringLiteral("dark") || themeName == QStringLiteral("light")) {
+    QApplication::setStyle(QStyleFactory::create(QStringLiteral("Fusion")));
+    QApplication::setPalette(themeName == QStringLiteral("dark") ? Theme::darkPalette()
+                                                                 : QApplication::style()->standardPalette());
+  } else if (themeName != QStringLiteral("system")) {
+    std::fprintf(stderr, "error: --theme '%s': use system, light or dark\n", qPrintable(themeName));
+    return 1;
+  }
 
   expnet::RuntimeOptions runtime;
   runtime.threads = parser.value(threads).toInt();

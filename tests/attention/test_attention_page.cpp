@@ -28,6 +28,8 @@
 #include "expnet/image/image_decode.h"
 #include "expnet/trace/trace.h"
 #include "support/fixtures.h"
+#include "support/studio_screenshot.h"
+#include "support/tiny_reference.h"
 
 namespace {
 constexpr int kWaitMs = 120000;
@@ -74,14 +76,7 @@ class TestAttentionPage : public QObject {
 
  private slots:
   void initTestCase() {
-    EXPNET_FIXTURE(model, "reference/tiny/model_config.json");
-    EXPNET_FIXTURE(checkpoint, "reference/tiny/checkpoint.pth");
-    EXPNET_FIXTURE(vocab, "reference/tiny/vocab.pickle");
-    EXPNET_FIXTURE(image, "reference/tiny/image0.png");
-    model_ = model;
-    checkpoint_ = checkpoint;
-    vocab_ = vocab;
-    image_ = image;
+    EXPNET_TINY_REFERENCE(model_, checkpoint_, vocab_, image_);
     captioner_ = expnet::Captioner::load({model_.toStdString(), checkpoint_.toStdString(), vocab_.toStdString()});
   }
 
@@ -310,16 +305,14 @@ class TestAttentionPage : public QObject {
   void screenshotShowsTheTracedWord() {
     const QString dir = expnet_test::makeTempDir("attention_screenshot");
     const QString png = dir + "/attention.png";
-    const auto r = expnet_test::runProcess(expnet_test::studioPath(),
-                                           {"--screenshot", png, "--page", "attention", "--model", model_,
-                                            "--checkpoint", checkpoint_, "--vocab", vocab_, "--open", image_,
-                                            "--beam", "1", "--word", "3", "--threads", "1"});
+    const auto r = expnet_test::runStudioScreenshot(
+        png, {"--page", "attention", "--model", model_, "--checkpoint", checkpoint_, "--vocab", vocab_, "--open", image_,
+              "--beam", "1", "--word", "3", "--threads", "1"});
     QVERIFY2(r.exitCode == 0, r.err.constData());
     QVERIFY(!QImage(png).isNull());
-    QFile json(png + ".json");
-    QVERIFY(json.open(QIODevice::ReadOnly));
-    const QJsonObject doc = QJsonDocument::fromJson(json.readAll()).object();
-    QCOMPARE(doc.value("timed_out").toBool(), false);
+    QJsonObject doc;
+    expnet_test::readScreenshotDescription(png, &doc);
+    if (QTest::currentTestFailed()) return;
     const QJsonObject content = doc.value("content").toObject();
     QCOMPARE(content.value("image").toString(), image_);
     QCOMPARE(content.value("selected_word").toObject().value("index").toInt(), 2);

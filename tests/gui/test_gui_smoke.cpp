@@ -1,11 +1,17 @@
 // The studio's window as a user meets it: every page reachable, screenshots
 // rendered, and the --screenshot mode that tests and the README rely on.
+#include <QAction>
+#include <QFileInfo>
+#include <QJsonArray>
 #include <QJsonDocument>
 #include <QJsonObject>
 #include <QLabel>
 #include <QListWidget>
+#include <QMenu>
+#include <QMenuBar>
 #include <QtTest>
 
+#include "shell/aboutdialog.h"
 #include "shell/mainwindow.h"
 #include "shell/studiocontext.h"
 #include "shell/studiopage.h"
@@ -41,6 +47,63 @@ class TestGuiSmoke : public QObject {
     QVERIFY(navigation);
     navigation->setCurrentRow(3);
     QCOMPARE(window.currentPage()->pageId(), QStringLiteral("datasets"));
+  }
+  void menuBarOffersFileViewAndHelp() {
+    StudioContext context;
+    MainWindow window(&context);
+    window.show();
+    QStringList menus;
+    for (QAction* action : window.menuBar()->actions()) menus << action->text();
+    QCOMPARE(menus, QStringList({QStringLiteral("&File"), QStringLiteral("&View"), QStringLiteral("&Help")}));
+    // View: one checkable item per page, Ctrl+1.. in the navigation's order; the page shown is checked.
+    const QStringList ids = window.pageIds();
+    for (int i = 0; i < ids.size(); ++i) {
+      auto* action = window.findChild<QAction*>(QStringLiteral("view_") + ids[i]);
+      QVERIFY(action && action->isCheckable());
+      QCOMPARE(action->shortcut(), QKeySequence(Qt::CTRL | Qt::Key(Qt::Key_1 + i)));
+    }
+    QVERIFY(window.findChild<QAction*>(QStringLiteral("view_caption"))->isChecked());
+    window.findChild<QAction*>(QStringLiteral("view_training"))->trigger();
+    QCOMPARE(window.currentPage()->pageId(), QStringLiteral("training"));
+    QVERIFY(window.showPage(QStringLiteral("runs")));
+    QVERIFY(window.findChild<QAction*>(QStringLiteral("view_runs"))->isChecked());
+    QVERIFY(!window.findChild<QAction*>(QStringLiteral("view_training"))->isChecked());
+
+    // File > Recent: nothing yet, then what the Caption page opened; picking it opens it again there.
+    auto* recent = window.findChild<QMenu*>(QStringLiteral("recentMenu"));
+    QVERIFY(recent);
+    emit recent->aboutToShow();
+    QCOMPARE(recent->actions().size(), 1);
+    QVERIFY(!recent->actions().first()->isEnabled());
+    const QString image = expnet_test::makeTempDir(QStringLiteral("gui_recent")) + QStringLiteral("/seen.png");
+    StudioPage* caption = window.page(QStringLiteral("caption"));
+    QVERIFY(QMetaObject::invokeMethod(caption, "addPaths", Q_ARG(QStringList, QStringList{image})));
+    emit recent->aboutToShow();
+    QCOMPARE(recent->actions().size(), 1);
+    QCOMPARE(recent->actions().first()->text(), QFileInfo(image).absoluteFilePath());
+    recent->actions().first()->trigger();
+    QCOMPARE(window.currentPage()->pageId(), QStringLiteral("caption"));
+    QCOMPARE(caption->describe().value(QStringLiteral("items")).toArray().size(), 2);
+
+    // File > Quit is Ctrl+Q; Help > About names what `expnet --version` prints.
+    bool quit = false;
+    for (QAction* action : window.menuBar()->actions().first()->menu()->actions())
+      quit |= action->text() == QStringLiteral("Quit") && action->shortcut() == QKeySequence(Qt::CTRL | Qt::Key_Q);
+    QVERIFY(quit);
+    const QString about = aboutText();
+    for (const QString& part : {QStringLiteral("LibTorch"), QStringLiteral("OpenCV"), QStringLiteral("SQLite"),
+                                QStringLiteral("Qt"), QString::fromLatin1(qVersion())})
+      QVERIFY2(about.contains(part), qPrintable(about));
+  }
+  void notYetPagesSayWhatTheCommandLineOffers() {
+    StudioContext context;
+    MainWindow window(&context);
+    const QString datasets = window.page(QStringLiteral("datasets"))->describe().value(QStringLiteral("meanwhile")).toString();
+    QVERIFY2(datasets.contains(QStringLiteral("expnet dataset query")), qPrintable(datasets));
+    QVERIFY(!datasets.contains(QStringLiteral("needs the dataset index"), Qt::CaseInsensitive));
+    const QString runs = window.page(QStringLiteral("runs"))->describe().value(QStringLiteral("meanwhile")).toString();
+    QVERIFY2(runs.contains(QStringLiteral("expnet runs list")), qPrintable(runs));
+    QVERIFY(!runs.contains(QStringLiteral("needs the run store"), Qt::CaseInsensitive));
   }
   void statusBarShowsModelState() {
     StudioContext context;

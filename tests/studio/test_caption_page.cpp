@@ -23,6 +23,8 @@
 #include "caption/captionpage.h"
 #include "expnet/decode/captioner.h"
 #include "support/fixtures.h"
+#include "support/studio_screenshot.h"
+#include "support/tiny_reference.h"
 
 namespace {
 constexpr int kWaitMs = 300000;
@@ -41,6 +43,17 @@ void dropFiles(QWidget& target, const QStringList& paths) {
   QVERIFY(drop.isAccepted());
 }
 
+// The engine's sampling with the page's fixed seed: what the Decoding box's "Sampling" asks for.
+expnet::DecodingOptions samplingOptions(int samples, int maxLength) {
+  expnet::DecodingOptions options;
+  options.search = expnet::SearchKind::Sampling;
+  options.beam_size = 1;
+  options.num_hypotheses = samples;
+  options.max_length = maxLength;
+  options.seed = 0;
+  return options;
+}
+
 QString writeFile(const QString& path, const QByteArray& bytes) {
   QFile f(path);
   if (!f.open(QIODevice::WriteOnly)) return {};
@@ -54,6 +67,12 @@ class TestCaptionPage : public QObject {
  private:
   QString model_, checkpoint_, vocab_, image_;
 
+  // The engine's own captions of `image`, called directly (not through the page).
+  std::vector<expnet::CaptionedImage> engineCaptions(const QString& image, const expnet::DecodingOptions& options) const {
+    auto captioner = expnet::Captioner::load({model_.toStdString(), checkpoint_.toStdString(), vocab_.toStdString()});
+    return captioner->caption_files({image.toStdString()}, options);
+  }
+
   bool loadInto(CaptionPage& page) {
     page.loadModel({model_, checkpoint_, vocab_});
     QElapsedTimer clock;
@@ -63,16 +82,7 @@ class TestCaptionPage : public QObject {
   }
 
  private slots:
-  void initTestCase() {
-    EXPNET_FIXTURE(model, "reference/tiny/model_config.json");
-    EXPNET_FIXTURE(checkpoint, "reference/tiny/checkpoint.pth");
-    EXPNET_FIXTURE(vocab, "reference/tiny/vocab.pickle");
-    EXPNET_FIXTURE(image, "reference/tiny/image0.png");
-    model_ = model;
-    checkpoint_ = checkpoint;
-    vocab_ = vocab;
-    image_ = image;
-  }
+  void initTestCase() { EXPNET_TINY_REFERENCE(model_, checkpoint_, vocab_, image_); }
 
   void noModelSaysHowToLoadOne() {
     StudioContext context;
@@ -121,14 +131,13 @@ class TestCaptionPage : public QObject {
     QCOMPARE(int(done.status), int(CaptionItem::Status::Done));
 
     // The engine, called directly with the same settings.
-    auto captioner = expnet::Captioner::load({model_.toStdString(), checkpoint_.toStdString(), vocab_.toStdString()});
     expnet::DecodingOptions options;
     options.beam_size = 3;
     options.num_hypotheses = 2;
     options.max_length = 12;
     options.length_penalty = 0.5;
     options.no_repeat_ngram_size = 2;
-    const auto expected = captioner->caption_files({good.toStdString()}, options);
+    const auto expected = engineCaptions(good, options);
     QVERIFY(expected.at(0).error.empty());
     QCOMPARE(done.nbest.size(), qsizetype(expected.at(0).texts.size()));
     for (int i = 0; i < done.nbest.size(); ++i) {
@@ -198,14 +207,7 @@ class TestCaptionPage : public QObject {
     QCOMPARE(int(done.status), int(CaptionItem::Status::Done));
     QCOMPARE(done.settings.value("search").toString(), QString("sampling"));
 
-    auto captioner = expnet::Captioner::load({model_.toStdString(), checkpoint_.toStdString(), vocab_.toStdString()});
-    expnet::DecodingOptions options;
-    options.search = expnet::SearchKind::Sampling;
-    options.beam_size = 1;
-    options.num_hypotheses = 2;
-    options.max_length = 10;
-    options.seed = 0;
-    const auto expected = captioner->caption_files({image_.toStdString()}, options);
+    const auto expected = engineCaptions(image_, samplingOptions(2, 10));
     QVERIFY(expected.at(0).error.empty());
     QCOMPARE(done.nbest.size(), qsizetype(expected.at(0).texts.size()));
     for (int i = 0; i < done.nbest.size(); ++i)
@@ -261,22 +263,19 @@ class TestCaptionPage : public QObject {
   void studioScreenshotShowsRealCaptions() {
     const QString dir = expnet_test::makeTempDir("caption_screenshot");
     const QString png = dir + "/caption.png";
-    const auto r = expnet_test::runProcess(expnet_test::studioPath(),
-                                           {"--model", model_, "--checkpoint", checkpoint_, "--vocab", vocab_,
-                                            "--screenshot", png, "--page", "caption", "--open", image_});
+    const auto r = expnet_test::runStudioScreenshot(
+        png, {"--model", model_, "--checkpoint", checkpoint_, "--vocab", vocab_, "--page", "caption", "--open", image_});
     QVERIFY2(r.finished && r.exitCode == 0, r.err.constData());
-    QFile json(png + ".json");
-    QVERIFY(json.open(QIODevice::ReadOnly));
-    const QJsonObject d = QJsonDocument::fromJson(json.readAll()).object();
-    QCOMPARE(d.value("timed_out").toBool(), false);
+    QJsonObject d;
+    expnet_test::readScreenshotDescription(png, &d);
+    if (QTest::currentTestFailed()) return;
     const QJsonObject content = d.value("content").toObject();
     QVERIFY(content.value("model_loaded").toBool());
     const QJsonArray items = content.value("items").toArray();
     QCOMPARE(items.size(), 1);
-    auto captioner = expnet::Captioner::load({model_.toStdString(), checkpoint_.toStdString(), vocab_.toStdString()});
     expnet::DecodingOptions options;  // the page's defaults: beam 5, 3-best
     options.num_hypotheses = 3;
-    const auto expected = captioner->caption_files({image_.toStdString()}, options);
+    const auto expected = engineCaptions(image_, options);
     QCOMPARE(items.at(0).toObject().value("caption").toString(), QString::fromStdString(expected.at(0).texts.at(0)));
   }
 };

@@ -20,6 +20,7 @@
 #include "shell/studiocontext.h"
 #include "expnet/train/run_store.h"
 #include "support/fixtures.h"
+#include "support/studio_screenshot.h"
 #include "training/trainingcharts.h"
 #include "training/trainingpage.h"
 
@@ -222,21 +223,18 @@ class TestTrainingPage : public QObject {
   void studioScreenshotOfARun() {
     if (runDir_.isEmpty()) QSKIP("needs the run of startPlotStopCheckpointResume");
     const QString png = expnet_test::makeTempDir(QStringLiteral("trainpage_shot")) + "/training.png";
-    const auto r = expnet_test::runProcess(expnet_test::studioPath(),
-                                           {"--screenshot", png, "--page", "training", "--run", runDir_, "--threads", "1"});
+    const auto r = expnet_test::runStudioScreenshot(png, {"--page", "training", "--run", runDir_, "--threads", "1"});
     QVERIFY2(r.finished && r.exitCode == 0, r.err.constData());
-    QFile json(png + ".json");
-    QVERIFY(json.open(QIODevice::ReadOnly));
-    const QJsonObject d = QJsonDocument::fromJson(json.readAll()).object();
-    QCOMPARE(d.value("timed_out").toBool(), false);
+    QJsonObject d;
+    expnet_test::readScreenshotDescription(png, &d);
+    if (QTest::currentTestFailed()) return;
     const QJsonObject content = d.value("content").toObject();
     QCOMPARE(content.value("run").toString(), QString("tiny-page"));
     QCOMPARE(content.value("step_rows").toInt(), 14);
     // The studio finds the `expnet` built next to it.
     QCOMPARE(QFileInfo(content.value("process").toObject().value("program").toString()).canonicalFilePath(),
              QFileInfo(expnet_test::cliPath()).canonicalFilePath());
-    const auto bad = expnet_test::runProcess(expnet_test::studioPath(),
-                                             {"--screenshot", png, "--page", "training", "--run", runDir_ + "/nope"});
+    const auto bad = expnet_test::runStudioScreenshot(png, {"--page", "training", "--run", runDir_ + "/nope"});
     QVERIFY(bad.exitCode != 0);
     QVERIFY(bad.err.contains("not a run folder"));
   }

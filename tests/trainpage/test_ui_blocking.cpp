@@ -6,6 +6,7 @@
 #include <QtTest>
 
 #include "support/fixtures.h"
+#include "support/tiny_reference.h"
 #include "ui_scenarios.h"
 
 namespace {
@@ -16,10 +17,8 @@ class TestUiBlocking : public QObject {
   Q_OBJECT
  private slots:
   void captioningAFolder() {
-    EXPNET_FIXTURE(model, "reference/tiny/model_config.json");
-    EXPNET_FIXTURE(checkpoint, "reference/tiny/checkpoint.pth");
-    EXPNET_FIXTURE(vocab, "reference/tiny/vocab.pickle");
-    EXPNET_FIXTURE(image, "reference/tiny/image0.png");
+    QString model, checkpoint, vocab, image;
+    EXPNET_TINY_REFERENCE(model, checkpoint, vocab, image);
     const GapResult r = captionFolderGap(model, checkpoint, vocab, image, QStringLiteral(EXPNET_TEST_DATA_DIR "/image"),
                                          expnet_test::makeTempDir(QStringLiteral("blocking_caption")));
     QVERIFY2(r.ok, qPrintable(r.error));

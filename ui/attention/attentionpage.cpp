@@ -8,7 +8,6 @@
 #include <QComboBox>
 #include <QFileDialog>
 #include <QFileInfo>
-#include <QFormLayout>
 #include <QGroupBox>
 #include <QHBoxLayout>
 #include <QJsonArray>
@@ -18,29 +17,29 @@
 #include <QMessageBox>
 #include <QProgressBar>
 #include <QRegularExpression>
-#include <QPushButton>
 #include <QSettings>
-#include <QShortcut>
 #include <QSlider>
 #include <QSpinBox>
 #include <QSplitter>
 #include <QStackedWidget>
-#include <QTabWidget>
 #include <QVBoxLayout>
-
-#include <opencv2/imgproc.hpp>
 
 #include <algorithm>
 #include <cmath>
 
-#include "shell/studiocontext.h"
 #include "attention/attentionworker.h"
 #include "attention/expansionplot.h"
+#include "attention/expansiontabs.h"
 #include "attention/imageview.h"
+#include "attention/tracemaps.h"
 #include "attention/wordmodel.h"
 #include "caption/captionmodel.h"
+#include "common/actionbutton.h"
+#include "common/formfields.h"
+#include "common/hintlabel.h"
+#include "common/theme.h"
 #include "expnet/system/atomic_file.h"
-#include "expnet/trace/trace.h"
+#include "shell/studiocontext.h"
 
 namespace {
 const char* kHint =
@@ -50,79 +49,6 @@ const char* kHint =
     "cross-attention over the image; for each layer, the Static and Dynamic Expansion matrices.</p>"
     "<p>From the command line: <code>expnet-studio --page attention --checkpoint FILE.pth --vocab VOCAB "
     "--model PRESET --open IMAGE</code>.</p>";
-
-enum Direction { Forward, Backward, Scores };
-enum Stream { StreamA, StreamB };
-
-QLabel* caption(const QString& text) {
-  auto* label = new QLabel(text);
-  label->setStyleSheet(QStringLiteral("color: #55606b;"));
-  return label;
-}
-
-QComboBox* combo(const QString& name, const QStringList& items, const QString& tip) {
-  auto* box = new QComboBox;
-  box->setObjectName(name);
-  box->addItems(items);
-  box->setToolTip(tip);
-  box->setSizeAdjustPolicy(QComboBox::AdjustToContents);
-  return box;
-}
-
-QPushButton* actionButton(const QString& text, const QKeySequence& keys, const QString& tip, QWidget* owner) {
-  auto* button = new QPushButton(text);
-  auto* shortcut = new QShortcut(keys, owner);
-  shortcut->setContext(Qt::WidgetWithChildrenShortcut);
-  QObject::connect(shortcut, &QShortcut::activated, button, &QPushButton::click);
-  button->setToolTip(QStringLiteral("%1 (%2)").arg(tip, keys.toString(QKeySequence::NativeText)));
-  return button;
-}
-
-// OpenCV BGR (what the engine's overlays return) to a QImage that owns its pixels.
-QImage fromBgr(const cv::Mat& bgr) {
-  return QImage(bgr.data, bgr.cols, bgr.rows, int(bgr.step), QImage::Format_BGR888).copy();
-}
-
-QImage overlay(const AttentionTrace& trace, const std::vector<float>& weights, double alpha) {
-  if (trace.rgb.empty() || int(weights.size()) != trace.cells()) return {};
-  const cv::Mat grid(trace.gridSide, trace.gridSide, CV_32F, const_cast<float*>(weights.data()));
-  return fromBgr(expnet::attention_overlay(trace.rgb, grid, alpha));
-}
-
-const TraceMatrix& pick(const TraceExpansion& e, int direction, int stream) {
-  if (direction == Scores) return e.z;
-  if (direction == Forward) return stream == StreamA ? e.forwardA : e.forwardB;
-  return stream == StreamA ? e.backwardA : e.backwardB;
-}
-
-QString directionName(int direction, int stream) {
-  if (direction == Scores) return QStringLiteral("scores z");
-  return QStringLiteral("%1, stream %2").arg(direction == Forward ? QStringLiteral("forward") : QStringLiteral("backward"),
-                                             stream == StreamA ? QStringLiteral("a") : QStringLiteral("b"));
-}
-
-int groupStart(const AttentionTrace& trace, int group) {
-  int start = 0;
-  for (int g = 0; g < group && g < int(trace.groups.size()); ++g) start += trace.groups[size_t(g)];
-  return start;
-}
-
-// The heat map's colour scale: the JET colormap the engine's overlay uses, 0 on the left.
-QPixmap jetLegend(int width, int height) {
-  cv::Mat ramp(1, 256, CV_8U);
-  for (int i = 0; i < 256; ++i) ramp.at<uchar>(0, i) = uchar(i);
-  cv::Mat bgr;
-  cv::applyColorMap(ramp, bgr, cv::COLORMAP_JET);
-  return QPixmap::fromImage(fromBgr(bgr).scaled(width, height));
-}
-
-void refill(QComboBox* box, const QStringList& items) {
-  const int keep = box->currentIndex();
-  const QSignalBlocker block(box);
-  box->clear();
-  box->addItems(items);
-  box->setCurrentIndex(keep >= 0 && keep < items.size() ? keep : 0);
-}
 }  // namespace
 
 AttentionPage::AttentionPage(StudioContext* context, QWidget* parent)
@@ -138,20 +64,8 @@ AttentionPage::AttentionPage(StudioContext* context, QWidget* parent)
   retraceTimer_.setInterval(300);  // a spin box run of clicks traces once
   connect(&retraceTimer_, &QTimer::timeout, this, &AttentionPage::requestTrace);
 
-  hint_ = new QLabel(QString::fromUtf8(kHint));
-  hint_->setWordWrap(true);
-  hint_->setAlignment(Qt::AlignCenter);
-  hint_->setTextFormat(Qt::RichText);
-  hint_->setMargin(40);
-  hint_->setStyleSheet(QStringLiteral("QLabel { color: #34404c; border: 2px dashed #a8b4c0; border-radius: 8px; "
-                                      "background: #f6f8fa; font-size: 11pt; }"));
-  tabs_ = new QTabWidget;
-  tabs_->setObjectName(QStringLiteral("expansionTabs"));
-  tabs_->addTab(buildStaticTab(), QStringLiteral("Static expansion (encoder)"));
-  tabs_->addTab(buildDynamicTab(), QStringLiteral("Dynamic expansion (decoder)"));
-  tabs_->setTabToolTip(0, QStringLiteral("Length transformation matrices of the encoder's Static Expansion"));
-  tabs_->setTabToolTip(1, QStringLiteral("Length transformation matrices of the decoder's Dynamic Expansion over the "
-                                         "caption's tokens"));
+  hint_ = new HintLabel(QString::fromUtf8(kHint), HintLabel::Kind::Panel);
+  tabs_ = new ExpansionTabs;
   splitter_ = new QSplitter;
   splitter_->addWidget(buildHeatPanel());
   splitter_->addWidget(tabs_);
@@ -192,20 +106,17 @@ QWidget* AttentionPage::buildTopBar() {
   connect(imageCombo_, &QComboBox::activated, this, [this](int row) {
     if (images_ && row >= 0 && row < images_->rowCount()) openImage(images_->item(row).path);
   });
-  openButton_ = actionButton(QStringLiteral("Open…"), QKeySequence::Open,
-                             QStringLiteral("Open an image file to caption and trace"), this);
+  openButton_ = new ActionButton(QStringLiteral("Open…"), QKeySequence::Open,
+                                 QStringLiteral("Open an image file to caption and trace"), this);
   connect(openButton_, &QPushButton::clicked, this, &AttentionPage::openImageDialog);
-  beam_ = new QSpinBox;
-  beam_->setObjectName(QStringLiteral("beam"));
-  beam_->setRange(1, 20);
-  beam_->setValue(5);
-  beam_->setToolTip(QStringLiteral("Beam width of the search that writes the traced caption (1 = greedy); "
-                                   "5 is the Caption page's and `expnet explain`'s default"));
+  beam_ = integerField(QStringLiteral("beam"), 1, 20, 5, {},
+                       QStringLiteral("Beam width of the search that writes the traced caption (1 = greedy); "
+                                      "5 is the Caption page's and `expnet explain`'s default"));
   connect(beam_, &QSpinBox::valueChanged, this, [this] {
     if (!path_.isEmpty()) retraceTimer_.start();
   });
-  saveButton_ = actionButton(QStringLiteral("Save PNG…"), QKeySequence::Save,
-                             QStringLiteral("Save the heat map, an expansion map or the whole page as PNG"), this);
+  saveButton_ = new ActionButton(QStringLiteral("Save PNG…"), QKeySequence::Save,
+                                 QStringLiteral("Save the heat map, an expansion map or the whole page as PNG"), this);
   connect(saveButton_, &QPushButton::clicked, this, &AttentionPage::saveDialog);
   busy_ = new QProgressBar;
   busy_->setRange(0, 0);
@@ -221,11 +132,11 @@ QWidget* AttentionPage::buildTopBar() {
   auto* bar = new QWidget;
   auto* row = new QHBoxLayout(bar);
   row->setContentsMargins(0, 0, 0, 6);
-  row->addWidget(caption(QStringLiteral("Image:")));
+  row->addWidget(new HintLabel(QStringLiteral("Image:")));
   row->addWidget(imageCombo_);
   row->addWidget(openButton_);
   row->addSpacing(12);
-  row->addWidget(caption(QStringLiteral("Beam:")));
+  row->addWidget(new HintLabel(QStringLiteral("Beam:")));
   row->addWidget(beam_);
   row->addSpacing(12);
   row->addWidget(saveButton_);
@@ -237,10 +148,10 @@ QWidget* AttentionPage::buildTopBar() {
 
 QWidget* AttentionPage::buildHeatPanel() {
   auto* box = new QGroupBox(QStringLiteral("Cross-attention of the selected word"));
-  layer_ = combo(QStringLiteral("layer"), {QStringLiteral("Mean of layers")},
-                 QStringLiteral("Decoder layer whose cross-attention is shown, or the mean over all layers"));
-  head_ = combo(QStringLiteral("head"), {QStringLiteral("Mean of heads")},
-                QStringLiteral("Attention head shown, or the mean over all heads"));
+  layer_ = choiceField(QStringLiteral("layer"), {QStringLiteral("Mean of layers")},
+                       QStringLiteral("Decoder layer whose cross-attention is shown, or the mean over all layers"));
+  head_ = choiceField(QStringLiteral("head"), {QStringLiteral("Mean of heads")},
+                      QStringLiteral("Attention head shown, or the mean over all heads"));
   connect(layer_, &QComboBox::currentIndexChanged, this, [this](int index) { setLayerChoice(index - 1); });
   connect(head_, &QComboBox::currentIndexChanged, this, [this](int index) { setHeadChoice(index - 1); });
   opacity_ = new QSlider(Qt::Horizontal);
@@ -256,12 +167,12 @@ QWidget* AttentionPage::buildHeatPanel() {
     updateHeatMap();
   });
   auto* controls = new QHBoxLayout;
-  controls->addWidget(caption(QStringLiteral("Layer:")));
+  controls->addWidget(new HintLabel(QStringLiteral("Layer:")));
   controls->addWidget(layer_);
-  controls->addWidget(caption(QStringLiteral("Head:")));
+  controls->addWidget(new HintLabel(QStringLiteral("Head:")));
   controls->addWidget(head_);
   controls->addSpacing(8);
-  controls->addWidget(caption(QStringLiteral("Opacity:")));
+  controls->addWidget(new HintLabel(QStringLiteral("Opacity:")));
   controls->addWidget(opacity_, 1);
   controls->addWidget(opacityValue_);
 
@@ -276,7 +187,7 @@ QWidget* AttentionPage::buildHeatPanel() {
   heatLegend_->setToolTip(QStringLiteral("Heat map colours: weight / largest weight of the map"));
   heatMaximum_ = new QLabel;
   auto* legend = new QHBoxLayout;
-  legend->addWidget(caption(QStringLiteral("Weight:  0")));
+  legend->addWidget(new HintLabel(QStringLiteral("Weight:  0")));
   legend->addWidget(heatLegend_);
   legend->addWidget(heatMaximum_);
   legend->addStretch(1);
@@ -293,10 +204,13 @@ QWidget* AttentionPage::buildHeatPanel() {
   caption_->setEditTriggers(QAbstractItemView::NoEditTriggers);
   caption_->setFixedHeight(72);  // fitCaptionHeight() adapts it to the caption
   caption_->setToolTip(QStringLiteral("The caption: click a word, or step with Left/Right"));
-  caption_->setStyleSheet(QStringLiteral(
-      "QListView#caption { font-size: 13pt; background: #f6f8fa; border: 1px solid #c8d0d8; border-radius: 4px; }"
-      "QListView#caption::item { padding: 2px 4px; border-radius: 3px; color: #1d2731; }"
-      "QListView#caption::item:selected { background: #d9622b; color: white; }"));
+  const Theme theme = Theme::current();
+  caption_->setStyleSheet(
+      QStringLiteral("QListView#caption { font-size: 13pt; background: %1; border: 1px solid %2; border-radius: 4px; }"
+                     "QListView#caption::item { padding: 2px 4px; border-radius: 3px; color: %3; }"
+                     "QListView#caption::item:selected { background: %4; color: %5; }")
+          .arg(Theme::css(theme.panelBackground()), Theme::css(theme.panelBorder()), Theme::css(theme.text()),
+               Theme::css(theme.accent()), Theme::css(theme.accentText())));
   connect(caption_->selectionModel(), &QItemSelectionModel::currentChanged, this,
           [this](const QModelIndex& current) {
             if (current.isValid()) selectWord(current.row());
@@ -314,91 +228,6 @@ QWidget* AttentionPage::buildHeatPanel() {
   layout->addWidget(caption_);
   layout->addWidget(wordInfo_);
   return box;
-}
-
-QWidget* AttentionPage::buildStaticTab() {
-  staticLayer_ = combo(QStringLiteral("staticLayer"), {}, QStringLiteral("Encoder layer"));
-  staticGroup_ = combo(QStringLiteral("staticGroup"), {},
-                       QStringLiteral("Static Expansion group: each has its own number of expansion slots"));
-  staticDirection_ = combo(QStringLiteral("staticDirection"),
-                           {QStringLiteral("Forward"), QStringLiteral("Backward"), QStringLiteral("Scores z")},
-                           QStringLiteral("Forward: slots x grid cells (where each slot gathers from; rows sum to "
-                                          "1). Backward: grid cells x slots (how each cell reads the slots back). "
-                                          "Scores z: the raw length transformation matrix"));
-  staticStream_ = combo(QStringLiteral("staticStream"), {QStringLiteral("Stream a"), QStringLiteral("Stream b")},
-                        QStringLiteral("Stream a uses relu(z), stream b relu(-z)"));
-  for (auto* box : {staticLayer_, staticGroup_, staticDirection_, staticStream_})
-    connect(box, &QComboBox::currentIndexChanged, this, &AttentionPage::updateStaticMap);
-  staticPlot_ = new ExpansionPlot;
-  staticPlot_->setObjectName(QStringLiteral("staticPlot"));
-  staticPlot_->setToolTip(QStringLiteral("Click a slot's row (or column) to see its distribution over the image"));
-  connect(staticPlot_, &ExpansionPlot::cellClicked, this, [this](int row, int col) {
-    setSlot((staticDirection_->currentIndex() == Backward ? col : row) + 1);
-  });
-  slot_ = new QSpinBox;
-  slot_->setObjectName(QStringLiteral("slot"));
-  slot_->setRange(1, 1);
-  slot_->setToolTip(QStringLiteral("Expansion slot of the group whose distribution over the image is shown"));
-  connect(slot_, &QSpinBox::valueChanged, this, &AttentionPage::updateStaticMap);
-  slotView_ = new ImageView;
-  slotView_->setObjectName(QStringLiteral("slotMap"));
-  slotView_->setMinimumSize(150, 110);
-  slotView_->setMaximumWidth(260);
-  slotView_->setToolTip(QStringLiteral("The slot's forward weights over the image grid (where it gathers from)"));
-  slotInfo_ = new QLabel;
-  slotInfo_->setWordWrap(true);
-  slotInfo_->setSizePolicy(QSizePolicy::Ignored, QSizePolicy::Preferred);
-
-  auto* selectors = new QHBoxLayout;  // the items name themselves ("Encoder 1", "G2 (8 slots)")
-  selectors->addWidget(staticLayer_);
-  selectors->addWidget(staticGroup_);
-  selectors->addWidget(staticDirection_);
-  selectors->addWidget(staticStream_);
-  selectors->addStretch(1);
-  auto* slotColumn = new QVBoxLayout;
-  auto* slotRow = new QHBoxLayout;
-  slotRow->addWidget(caption(QStringLiteral("Slot:")));
-  slotRow->addWidget(slot_);
-  slotRow->addStretch(1);
-  slotColumn->addLayout(slotRow);
-  slotColumn->addWidget(slotInfo_);
-  slotColumn->addStretch(1);
-  auto* bottom = new QHBoxLayout;
-  bottom->addWidget(slotView_, 1);
-  bottom->addLayout(slotColumn, 1);
-
-  auto* tab = new QWidget;
-  tab->setObjectName(QStringLiteral("staticTab"));
-  auto* layout = new QVBoxLayout(tab);
-  layout->addLayout(selectors);
-  layout->addWidget(staticPlot_, 3);
-  layout->addLayout(bottom, 1);
-  return tab;
-}
-
-QWidget* AttentionPage::buildDynamicTab() {
-  dynamicLayer_ = combo(QStringLiteral("dynamicLayer"), {}, QStringLiteral("Decoder layer"));
-  dynamicDirection_ = combo(QStringLiteral("dynamicDirection"),
-                            {QStringLiteral("Forward"), QStringLiteral("Backward"), QStringLiteral("Scores z")},
-                            QStringLiteral("Forward: (position, slot) x positions, causal; Backward: positions x "
-                                           "(position, slot); Scores z: the raw length transformation matrix"));
-  dynamicStream_ = combo(QStringLiteral("dynamicStream"), {QStringLiteral("Stream a"), QStringLiteral("Stream b")},
-                         QStringLiteral("Stream a uses relu(z), stream b relu(-z)"));
-  for (auto* box : {dynamicLayer_, dynamicDirection_, dynamicStream_})
-    connect(box, &QComboBox::currentIndexChanged, this, &AttentionPage::updateDynamicMap);
-  dynamicPlot_ = new ExpansionPlot;
-  dynamicPlot_->setObjectName(QStringLiteral("dynamicPlot"));
-  auto* selectors = new QHBoxLayout;
-  selectors->addWidget(dynamicLayer_);
-  selectors->addWidget(dynamicDirection_);
-  selectors->addWidget(dynamicStream_);
-  selectors->addStretch(1);
-  auto* tab = new QWidget;
-  tab->setObjectName(QStringLiteral("dynamicTab"));
-  auto* layout = new QVBoxLayout(tab);
-  layout->addLayout(selectors);
-  layout->addWidget(dynamicPlot_, 1);
-  return tab;
 }
 
 void AttentionPage::setImageList(CaptionModel* images) {
@@ -472,10 +301,9 @@ void AttentionPage::onTraced(int request, std::shared_ptr<const AttentionTrace> 
   const int keep = word_;
   words_->setTrace(trace_);
   fillSelectors();
+  tabs_->setTrace(trace_);
   word_ = -1;
   selectWord(std::clamp(keep, 0, std::max(0, trace_->wordCount() - 1)));
-  updateStaticMap();
-  updateDynamicMap();
   updateStatus();
   fitCaptionHeight();
   // Ready for Left/Right at once, unless the user is working in another control of the page.
@@ -494,27 +322,18 @@ void AttentionPage::onFailed(int request, const QString& error) {
 bool AttentionPage::isBusy() const { return tracing_ || (waiting_ && context_->modelLoading()); }
 
 void AttentionPage::fillSelectors() {
-  QStringList layers{QStringLiteral("Mean of layers")}, heads{QStringLiteral("Mean of heads")}, encoder, groups, decoder;
+  QStringList layers{QStringLiteral("Mean of layers")}, heads{QStringLiteral("Mean of heads")};
   for (int l = 0; l < trace_->layers; ++l) layers << QStringLiteral("Layer %1").arg(l + 1);
   for (int h = 0; h < trace_->heads; ++h) heads << QStringLiteral("Head %1").arg(h + 1);
-  for (size_t l = 0; l < trace_->encoder.size(); ++l) encoder << QStringLiteral("Encoder %1").arg(l + 1);
-  for (size_t g = 0; g < trace_->groups.size(); ++g)
-    groups << QStringLiteral("G%1 (%2 slots)").arg(g + 1).arg(trace_->groups[g]);
-  for (size_t l = 0; l < trace_->decoder.size(); ++l) decoder << QStringLiteral("Decoder %1").arg(l + 1);
   layerPick_ = std::clamp(layerPick_, -1, trace_->layers - 1);
   headPick_ = std::clamp(headPick_, -1, trace_->heads - 1);
-  {
-    const QSignalBlocker a(layer_), b(head_);
-    layer_->clear();
-    layer_->addItems(layers);
-    layer_->setCurrentIndex(layerPick_ + 1);
-    head_->clear();
-    head_->addItems(heads);
-    head_->setCurrentIndex(headPick_ + 1);
-  }
-  refill(staticLayer_, encoder);
-  refill(staticGroup_, groups);
-  refill(dynamicLayer_, decoder);
+  const QSignalBlocker a(layer_), b(head_);
+  layer_->clear();
+  layer_->addItems(layers);
+  layer_->setCurrentIndex(layerPick_ + 1);
+  head_->clear();
+  head_->addItems(heads);
+  head_->setCurrentIndex(headPick_ + 1);
 }
 
 // ---------------------------------------------------------------- selection
@@ -545,25 +364,16 @@ void AttentionPage::setHeadChoice(int head) {
 }
 
 void AttentionPage::setStaticSelection(int layer, int group, int direction, int stream) {
-  const QSignalBlocker a(staticLayer_), b(staticGroup_), c(staticDirection_), d(staticStream_);
-  staticLayer_->setCurrentIndex(layer);
-  staticGroup_->setCurrentIndex(group);
-  staticDirection_->setCurrentIndex(direction);
-  staticStream_->setCurrentIndex(stream);
-  updateStaticMap();
+  tabs_->setStaticSelection(layer, group, direction, stream);
 }
 
 void AttentionPage::setDynamicSelection(int layer, int direction, int stream) {
-  const QSignalBlocker a(dynamicLayer_), b(dynamicDirection_), c(dynamicStream_);
-  dynamicLayer_->setCurrentIndex(layer);
-  dynamicDirection_->setCurrentIndex(direction);
-  dynamicStream_->setCurrentIndex(stream);
-  updateDynamicMap();
+  tabs_->setDynamicSelection(layer, direction, stream);
 }
 
 void AttentionPage::setBeam(int beam) { beam_->setValue(beam); }
 
-void AttentionPage::setSlot(int slot) { slot_->setValue(slot); }
+void AttentionPage::setSlot(int slot) { tabs_->setSlot(slot); }
 
 void AttentionPage::keyPressEvent(QKeyEvent* event) {
   // Keys that no focused control took: step through the caption's words.
@@ -581,7 +391,7 @@ void AttentionPage::keyPressEvent(QKeyEvent* event) {
 void AttentionPage::updateHeatMap() {
   if (!trace_ || word_ < 0) return;
   heatWeights_ = trace_->wordWeights(word_, layerPick_, headPick_);
-  heatImage_ = overlay(*trace_, heatWeights_, opacity_->value() / 100.0);
+  heatImage_ = attentionOverlay(*trace_, heatWeights_, opacity_->value() / 100.0);
   heatView_->setImage(heatImage_);
   const auto hottest = std::max_element(heatWeights_.begin(), heatWeights_.end());
   const int cell = int(hottest - heatWeights_.begin());
@@ -599,71 +409,6 @@ void AttentionPage::updateHeatMap() {
                          .arg(double(*hottest), 0, 'f', 3));
 }
 
-void AttentionPage::updateStaticMap() {
-  if (!trace_ || trace_->encoder.empty()) return staticPlot_->clearMatrix(QStringLiteral("No trace yet"));
-  const int layer = std::max(0, staticLayer_->currentIndex()), group = std::max(0, staticGroup_->currentIndex());
-  const int direction = staticDirection_->currentIndex(), stream = staticStream_->currentIndex();
-  const int start = groupStart(*trace_, group), size = trace_->groups.at(size_t(group));
-  const TraceExpansion& e = trace_->encoder.at(size_t(layer));
-  const TraceMatrix& full = pick(e, direction, stream);
-  const TraceMatrix block = direction == Backward ? full.colBlock(start, size) : full.rowBlock(start, size);
-  const QString cells = QStringLiteral("grid cell (row-major, %1×%1)").arg(trace_->gridSide);
-  const QString slotAxis = QStringLiteral("slot of group %1").arg(group + 1);
-  ExpansionPlot::Axes axes;
-  axes.x = direction == Backward ? slotAxis : cells;
-  axes.y = direction == Backward ? cells : slotAxis;
-  staticPlot_->showMatrix(block,
-                          QStringLiteral("Encoder %1 · group %2 (%3 slots) · %4")
-                              .arg(layer + 1)
-                              .arg(group + 1)
-                              .arg(size)
-                              .arg(directionName(direction, stream)),
-                          axes, direction == Scores);
-
-  // The chosen slot's forward row: a distribution over the grid (sums to 1).
-  {
-    const QSignalBlocker block(slot_);
-    slot_->setRange(1, size);
-  }
-  const int slot = slot_->value() - 1;
-  const TraceMatrix& forward = stream == StreamA ? e.forwardA : e.forwardB;
-  const TraceMatrix row = forward.rowBlock(start + slot, 1);
-  slotWeights_ = row.values;
-  slotView_->setImage(overlay(*trace_, slotWeights_, 0.5));
-  double total = 0;
-  for (const float w : slotWeights_) total += w;
-  slotInfo_->setText(QStringLiteral("Slot %1 of group %2, stream %3: where it gathers from over the image "
-                                    "(its forward row; weights sum to %4). Click a row of the map to pick a slot.")
-                         .arg(slot + 1)
-                         .arg(group + 1)
-                         .arg(stream == StreamA ? QStringLiteral("a") : QStringLiteral("b"))
-                         .arg(total, 0, 'f', 3));
-}
-
-void AttentionPage::updateDynamicMap() {
-  if (!trace_ || trace_->decoder.empty()) return dynamicPlot_->clearMatrix(QStringLiteral("No trace yet"));
-  const int layer = std::max(0, dynamicLayer_->currentIndex());
-  const int direction = dynamicDirection_->currentIndex(), stream = dynamicStream_->currentIndex();
-  const TraceMatrix& m = pick(trace_->decoder.at(size_t(layer)), direction, stream);
-  const QStringList inputs = trace_->inputWords();
-  const int slotCount = std::max(1, trace_->decoderSlots);
-  QVector<ExpansionPlot::Tick> positions, blocks;
-  for (int t = 0; t < inputs.size(); ++t) {
-    positions.push_back({double(t), inputs.at(t)});
-    blocks.push_back({t * slotCount + (slotCount - 1) / 2.0, inputs.at(t)});  // centre of position t's slot block
-  }
-  ExpansionPlot::Axes axes;
-  const QString byPosition = QStringLiteral("input position (token)");
-  const QString bySlot = QStringLiteral("position × %1 slots").arg(slotCount);
-  const bool backward = direction == Backward;
-  axes.x = backward ? bySlot : byPosition;
-  axes.y = backward ? byPosition : bySlot;
-  axes.xTicks = backward ? blocks : positions;
-  axes.yTicks = backward ? positions : blocks;
-  dynamicPlot_->showMatrix(m, QStringLiteral("Decoder %1 · %2").arg(layer + 1).arg(directionName(direction, stream)),
-                           axes, direction == Scores);
-}
-
 void AttentionPage::updateStatus() {
   const bool haveModel = bool(context_->captioner());
   busy_->setVisible(tracing_ || (waiting_ && context_->modelLoading()));
@@ -671,7 +416,8 @@ void AttentionPage::updateStatus() {
   centre_->setCurrentIndex(trace_ ? 1 : 0);
   QString text;
   if (!error_.isEmpty())
-    text = QStringLiteral("<span style='color:#b02020'>%1</span>").arg(error_.toHtmlEscaped());
+    text = QStringLiteral("<span style='color:%1'>%2</span>")
+               .arg(Theme::css(Theme::current().errorText()), error_.toHtmlEscaped());
   else if (tracing_)
     text = QStringLiteral("Captioning and tracing %1…").arg(QFileInfo(path_).fileName().toHtmlEscaped());
   else if (waiting_ && context_->modelLoading())
@@ -783,16 +529,16 @@ QJsonObject AttentionPage::describe() const {
                          {"max_weight", hottest == heatWeights_.end() ? 0.0 : double(*hottest)},
                          {"image_size", QJsonArray{heatImage_.width(), heatImage_.height()}}});
   QJsonArray maps;
-  for (const ExpansionPlot* plot : {staticPlot_, dynamicPlot_})
+  for (const ExpansionPlot* plot : {tabs_->staticPlot(), tabs_->dynamicPlot()})
     maps.append(QJsonObject{{"name", plot->mapTitle()},
                             {"rows", plot->matrixRows()},
                             {"cols", plot->matrixCols()},
                             {"shown", plot->isVisible()}});
   out.insert(QStringLiteral("maps"), maps);
   out.insert(QStringLiteral("expansion_tab"), tabs_->currentIndex() == 0 ? "static" : "dynamic");
-  out.insert(QStringLiteral("slot"), QJsonObject{{"group", staticGroup_->currentIndex() + 1},
-                                                 {"slot", slot_->value()},
-                                                 {"cells", int(slotWeights_.size())}});
+  out.insert(QStringLiteral("slot"), QJsonObject{{"group", tabs_->staticGroup() + 1},
+                                                 {"slot", tabs_->slot()},
+                                                 {"cells", int(tabs_->slotWeights().size())}});
   return out;
 }
 
@@ -803,11 +549,7 @@ void AttentionPage::restoreSettings() {
   opacity_->setValue(s.value(QStringLiteral("opacity"), opacity_->value()).toInt());
   setLayerChoice(s.value(QStringLiteral("layer"), -1).toInt());
   setHeadChoice(s.value(QStringLiteral("head"), -1).toInt());
-  staticDirection_->setCurrentIndex(s.value(QStringLiteral("static_direction"), 0).toInt());
-  staticStream_->setCurrentIndex(s.value(QStringLiteral("static_stream"), 0).toInt());
-  dynamicDirection_->setCurrentIndex(s.value(QStringLiteral("dynamic_direction"), 0).toInt());
-  dynamicStream_->setCurrentIndex(s.value(QStringLiteral("dynamic_stream"), 0).toInt());
-  tabs_->setCurrentIndex(s.value(QStringLiteral("tab"), 0).toInt());
+  tabs_->restore(s);
   splitter_->restoreState(s.value(QStringLiteral("splitter")).toByteArray());
 }
 
@@ -818,10 +560,10 @@ void AttentionPage::saveSettings() const {
   s.setValue(QStringLiteral("opacity"), opacity_->value());
   s.setValue(QStringLiteral("layer"), layerPick_);
   s.setValue(QStringLiteral("head"), headPick_);
-  s.setValue(QStringLiteral("static_direction"), staticDirection_->currentIndex());
-  s.setValue(QStringLiteral("static_stream"), staticStream_->currentIndex());
-  s.setValue(QStringLiteral("dynamic_direction"), dynamicDirection_->currentIndex());
-  s.setValue(QStringLiteral("dynamic_stream"), dynamicStream_->currentIndex());
-  s.setValue(QStringLiteral("tab"), tabs_->currentIndex());
+  tabs_->save(s);
   s.setValue(QStringLiteral("splitter"), splitter_->saveState());
 }
+
+ExpansionPlot* AttentionPage::staticPlot() const { return tabs_->staticPlot(); }
+ExpansionPlot* AttentionPage::dynamicPlot() const { return tabs_->dynamicPlot(); }
+const std::vector<float>& AttentionPage::slotWeights() const { return tabs_->slotWeights(); }

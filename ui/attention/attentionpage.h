@@ -25,15 +25,16 @@ class QComboBox;
 class QLabel;
 class QListView;
 class QProgressBar;
-class QPushButton;
 class QSlider;
 class QSpinBox;
 class QSplitter;
 class QStackedWidget;
-class QTabWidget;
+class ActionButton;
 class AttentionWorker;
 class CaptionModel;
 class ExpansionPlot;
+class ExpansionTabs;
+class HintLabel;
 class ImageView;
 class StudioContext;
 class WordModel;
@@ -46,16 +47,15 @@ class AttentionPage : public StudioPage {
 
   explicit AttentionPage(StudioContext* context, QWidget* parent = nullptr);
   ~AttentionPage() override;
+  // The Caption page's images, offered in the image picker.
+  void setImageList(CaptionModel* images);
 
-  QString pageId() const override { return QStringLiteral("attention"); }
   QString title() const override { return QStringLiteral("Attention"); }
+  QString pageId() const override { return QStringLiteral("attention"); }
   QJsonObject describe() const override;
   bool isBusy() const override;
   void restoreSettings() override;
   void saveSettings() const override;
-
-  // The Caption page's images, offered in the image picker.
-  void setImageList(CaptionModel* images);
 
   std::shared_ptr<const AttentionTrace> trace() const { return trace_; }
   int selectedWord() const { return word_; }
@@ -64,9 +64,9 @@ class AttentionPage : public StudioPage {
   // The weights the heat map shows (grid cells, row-major) and the overlay image.
   const std::vector<float>& heatWeights() const { return heatWeights_; }
   QImage heatImage() const { return heatImage_; }
-  ExpansionPlot* staticPlot() const { return staticPlot_; }
-  ExpansionPlot* dynamicPlot() const { return dynamicPlot_; }
-  const std::vector<float>& slotWeights() const { return slotWeights_; }
+  ExpansionPlot* staticPlot() const;
+  ExpansionPlot* dynamicPlot() const;
+  const std::vector<float>& slotWeights() const;
 
   // Writes the view as PNG (atomically); false with a reason in `error`.
   bool saveView(View view, const QString& file, QString* error = nullptr) const;
@@ -97,15 +97,11 @@ class AttentionPage : public StudioPage {
  private:
   QWidget* buildTopBar();
   QWidget* buildHeatPanel();
-  QWidget* buildStaticTab();
-  QWidget* buildDynamicTab();
   void requestTrace();
   void onTraced(int request, std::shared_ptr<const AttentionTrace> trace);
   void onFailed(int request, const QString& error);
   void fillSelectors();
   void updateHeatMap();
-  void updateStaticMap();
-  void updateDynamicMap();
   void updateStatus();
   void fitCaptionHeight();
   QImage viewImage(View view) const;
@@ -123,18 +119,18 @@ class AttentionPage : public StudioPage {
   int layerPick_ = -1, headPick_ = -1;  // -1 = mean
   QString error_;
   int word_ = -1;
-  std::vector<float> heatWeights_, slotWeights_;
+  std::vector<float> heatWeights_;
   QImage heatImage_;
   QTimer retraceTimer_;
 
   QComboBox* imageCombo_;
-  QPushButton* openButton_;
+  ActionButton* openButton_;
   QSpinBox* beam_;
-  QPushButton* saveButton_;
+  ActionButton* saveButton_;
   QProgressBar* busy_;
   QLabel* status_;
   QStackedWidget* centre_;
-  QLabel* hint_;
+  HintLabel* hint_;
   QSplitter* splitter_;
   QComboBox* layer_;
   QComboBox* head_;
@@ -145,17 +141,5 @@ class AttentionPage : public StudioPage {
   QLabel* heatMaximum_;
   QListView* caption_;
   QLabel* wordInfo_;
-  QTabWidget* tabs_;
-  QComboBox* staticLayer_;
-  QComboBox* staticGroup_;
-  QComboBox* staticDirection_;
-  QComboBox* staticStream_;
-  ExpansionPlot* staticPlot_;
-  QSpinBox* slot_;
-  ImageView* slotView_;
-  QLabel* slotInfo_;
-  QComboBox* dynamicLayer_;
-  QComboBox* dynamicDirection_;
-  QComboBox* dynamicStream_;
-  ExpansionPlot* dynamicPlot_;
+  ExpansionTabs* tabs_;
 };

@@ -3,27 +3,14 @@
 #include <algorithm>
 #include <cmath>
 
-namespace {
-// Matplotlib's viridis at ten evenly spaced stops: readable in grey scale and
-// for the common colour-vision deficiencies, unlike jet.
-QCPColorGradient viridis() {
-  static const char* stops[] = {"#440154", "#482878", "#3e4989", "#31688e", "#26828e",
-                                "#1f9e89", "#35b779", "#6ece58", "#b5de2b", "#fde725"};
-  QCPColorGradient g;
-  g.clearColorStops();
-  for (int i = 0; i < 10; ++i) g.setColorStopAt(i / 9.0, QColor(stops[i]));
-  g.setLevelCount(256);
-  return g;
-}
+#include "common/theme.h"
 
-QCPColorGradient blueWhiteRed() {
+namespace {
+// Evenly spaced stops of one of the Theme's colour maps.
+QCPColorGradient gradient(const QVector<QColor>& stops) {
   QCPColorGradient g;
   g.clearColorStops();
-  g.setColorStopAt(0.0, QColor("#2166ac"));
-  g.setColorStopAt(0.25, QColor("#92c5de"));
-  g.setColorStopAt(0.5, QColor("#f7f7f7"));
-  g.setColorStopAt(0.75, QColor("#f4a582"));
-  g.setColorStopAt(1.0, QColor("#b2182b"));
+  for (int i = 0; i < stops.size(); ++i) g.setColorStopAt(i / double(stops.size() - 1), stops[i]);
   g.setLevelCount(256);
   return g;
 }
@@ -47,7 +34,9 @@ ExpansionPlot::ExpansionPlot(QWidget* parent) : QCustomPlot(parent) {
   yAxis->setRangeReversed(true);  // row 0 at the top, as matrices are read
   xAxis->grid()->setVisible(false);
   yAxis->grid()->setVisible(false);
-  axisRect()->setBackground(QColor(0xf0, 0xf0, 0xf0));
+  const Theme theme = Theme::current();
+  theme.applyTo(this);
+  axisRect()->setBackground(theme.plotEmptyArea());
 }
 
 void ExpansionPlot::setTicks(QCPAxis* axis, const QVector<Tick>& ticks, int count) {
@@ -90,10 +79,10 @@ void ExpansionPlot::showMatrix(const TraceMatrix& matrix, const QString& title, 
     }
   if (signedValues) {
     const double bound = std::max({std::fabs(double(low)), std::fabs(double(high)), 1e-9});
-    map_->setGradient(blueWhiteRed());
+    map_->setGradient(gradient(Theme::divergingMap()));
     map_->setDataRange(QCPRange(-bound, bound));
   } else {
-    map_->setGradient(viridis());
+    map_->setGradient(gradient(Theme::sequentialMap()));
     map_->setDataRange(QCPRange(0, std::max(double(high), 1e-9)));
   }
   xAxis->setLabel(axes.x);

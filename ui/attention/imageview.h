@@ -6,6 +6,8 @@
 #include <QPainter>
 #include <QWidget>
 
+#include "common/theme.h"
+
 class ImageView : public QWidget {
  public:
   explicit ImageView(QWidget* parent = nullptr) : QWidget(parent) {
@@ -25,9 +27,10 @@ class ImageView : public QWidget {
  protected:
   void paintEvent(QPaintEvent*) override {
     QPainter painter(this);
-    painter.fillRect(rect(), QColor(0x2b, 0x30, 0x36));
+    const Theme theme = Theme::current();
+    painter.fillRect(rect(), theme.imageBackdrop());
     if (image_.isNull()) {
-      painter.setPen(QColor(0xc8, 0xd0, 0xd8));
+      painter.setPen(theme.imageBackdropText());
       painter.drawText(rect().adjusted(12, 12, -12, -12), Qt::AlignCenter | Qt::TextWordWrap, placeholder_);
       return;
     }

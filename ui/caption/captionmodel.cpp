@@ -1,13 +1,13 @@
 #include "caption/captionmodel.h"
 
 #include <QBrush>
-#include <QColor>
 #include <QFileInfo>
 #include <QJsonDocument>
 #include <QPainter>
 #include <QPixmap>
 #include <QRegularExpression>
 
+#include "common/theme.h"
 #include "expnet/system/atomic_file.h"
 
 namespace {
@@ -88,13 +88,13 @@ QVariant CaptionModel::data(const QModelIndex& index, int role) const {
       break;
     case CaptionColumn:
       if (role == Qt::DisplayRole) return failed ? item.error : item.caption();
-      if (role == Qt::ForegroundRole && failed) return QBrush(QColor(0xb0, 0x20, 0x20));
-      if (role == Qt::ForegroundRole && item.status == CaptionItem::Status::Running) return QBrush(QColor(0x55, 0x66, 0x77));
+      if (role == Qt::ForegroundRole && failed) return QBrush(Theme::current().errorText());
+      if (role == Qt::ForegroundRole && item.status == CaptionItem::Status::Running) return QBrush(Theme::current().mutedText());
       if (role == Qt::ToolTipRole) return failed ? item.error : item.caption();
       break;
     case StatusColumn:
       if (role == Qt::DisplayRole) return item.statusText();
-      if (role == Qt::ForegroundRole && failed) return QBrush(QColor(0xb0, 0x20, 0x20));
+      if (role == Qt::ForegroundRole && failed) return QBrush(Theme::current().errorText());
       break;
   }
   return {};
@@ -132,52 +132,50 @@ int CaptionModel::pendingCount() const {
   return n;
 }
 
-void CaptionModel::changed(int row) {
+// Every change of a row goes through here: bounds checked, views and the page told.
+void CaptionModel::update(int row, const std::function<void(CaptionItem&)>& change) {
+  if (row < 0 || row >= items_.size()) return;
+  change(items_[row]);
   emit dataChanged(index(row, 0), index(row, ColumnCount - 1));
   emit itemChanged(row);
 }
 
 void CaptionModel::setSubmitted(int row, const QJsonObject& settings) {
-  if (row < 0 || row >= items_.size()) return;
-  items_[row].submitted = true;
-  items_[row].settings = settings;
-  changed(row);
+  update(row, [&](CaptionItem& item) {
+    item.submitted = true;
+    item.settings = settings;
+  });
 }
 
 void CaptionModel::setRunning(int row, const QImage& thumbnail) {
-  if (row < 0 || row >= items_.size()) return;
-  items_[row].status = CaptionItem::Status::Running;
-  items_[row].thumbnail = thumbnail;
-  changed(row);
+  update(row, [&](CaptionItem& item) {
+    item.status = CaptionItem::Status::Running;
+    item.thumbnail = thumbnail;
+  });
 }
 
 void CaptionModel::setPartial(int row, const QString& caption) {
-  if (row < 0 || row >= items_.size()) return;
-  items_[row].partial = caption;
-  changed(row);
+  update(row, [&](CaptionItem& item) { item.partial = caption; });
 }
 
 void CaptionModel::setDone(int row, const QJsonObject& result) {
-  if (row < 0 || row >= items_.size()) return;
-  auto& item = items_[row];
-  item.status = CaptionItem::Status::Done;
-  item.nbest = result.value(QStringLiteral("captions")).toArray();
-  item.ms = result.value(QStringLiteral("ms")).toObject();
-  item.partial.clear();
-  changed(row);
+  update(row, [&](CaptionItem& item) {
+    item.status = CaptionItem::Status::Done;
+    item.nbest = result.value(QStringLiteral("captions")).toArray();
+    item.ms = result.value(QStringLiteral("ms")).toObject();
+    item.partial.clear();
+  });
 }
 
 void CaptionModel::setFailed(int row, const QString& error) {
-  if (row < 0 || row >= items_.size()) return;
-  items_[row].status = CaptionItem::Status::Failed;
-  items_[row].error = error;
-  changed(row);
+  update(row, [&](CaptionItem& item) {
+    item.status = CaptionItem::Status::Failed;
+    item.error = error;
+  });
 }
 
 void CaptionModel::setCancelled(int row) {
-  if (row < 0 || row >= items_.size()) return;
-  items_[row].status = CaptionItem::Status::Cancelled;
-  changed(row);
+  update(row, [](CaptionItem& item) { item.status = CaptionItem::Status::Cancelled; });
 }
 
 qint64 CaptionModel::cocoImageId(const QString& path, int row) {

@@ -11,6 +11,8 @@
 #include <QString>
 #include <QVector>
 
+#include <functional>
+
 struct CaptionItem {
   enum class Status { Queued, Running, Done, Failed, Cancelled };
   QString display;  // as the user named it
@@ -70,6 +72,6 @@ class CaptionModel : public QAbstractTableModel {
   void itemChanged(int row);
 
  private:
-  void changed(int row);
+  void update(int row, const std::function<void(CaptionItem&)>& change);
   QVector<CaptionItem> items_;
 };

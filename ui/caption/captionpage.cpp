@@ -2,30 +2,21 @@
 
 #include <algorithm>
 
-#include <QAction>
 #include <QApplication>
 #include <QClipboard>
-#include <QComboBox>
-#include <QDoubleSpinBox>
 #include <QDragEnterEvent>
 #include <QDropEvent>
 #include <QFileDialog>
 #include <QFileInfo>
-#include <QFormLayout>
-#include <QGroupBox>
 #include <QHBoxLayout>
 #include <QHeaderView>
 #include <QImage>
 #include <QJsonArray>
 #include <QLabel>
-#include <QLineEdit>
 #include <QMenu>
 #include <QMessageBox>
 #include <QMimeData>
-#include <QProgressBar>
-#include <QPushButton>
 #include <QSettings>
-#include <QSpinBox>
 #include <QSplitter>
 #include <QStackedWidget>
 #include <QTableView>
@@ -34,12 +25,15 @@
 #include <QUrl>
 #include <QVBoxLayout>
 
-#include "shell/studiocontext.h"
+#include "caption/captiondetails.h"
 #include "caption/captionmodel.h"
-#include "expnet/model/demo_model.h"
+#include "caption/decodingform.h"
+#include "caption/modelform.h"
+#include "common/actionbutton.h"
+#include "common/hintlabel.h"
+#include "common/theme.h"
 #include "expnet/image/image_inputs.h"
-#include "expnet/system/system.h"
-#include "expnet/model/model_config.h"
+#include "shell/studiocontext.h"
 
 namespace {
 const char* kNoModelHint =
@@ -56,20 +50,6 @@ const char* kDropHint =
     "<h3>Drop images or folders here</h3>"
     "<p>Or press <b>Open…</b> (Ctrl+O), or paste an image (Ctrl+Shift+V). Captions stream in word by word; "
     "select a row for its n-best list, timings and settings.</p>";
-
-QPushButton* actionButton(const QString& text, const QKeySequence& keys, const QString& tip, QWidget* owner,
-                          const QList<QKeySequence>& moreKeys = {}) {
-  auto* button = new QPushButton(text);
-  auto* action = new QAction(text, owner);
-  action->setShortcuts(QList<QKeySequence>{keys} + moreKeys);
-  action->setShortcutContext(Qt::WidgetWithChildrenShortcut);
-  owner->addAction(action);
-  QObject::connect(action, &QAction::triggered, button, &QPushButton::click);
-  button->setToolTip(QStringLiteral("%1 (%2)").arg(tip, keys.toString(QKeySequence::NativeText)));
-  return button;
-}
-
-QString htmlEscape(const QString& s) { return s.toHtmlEscaped(); }
 }  // namespace
 
 CaptionPage::CaptionPage(StudioContext* context, QWidget* parent)
@@ -95,17 +75,39 @@ CaptionPage::CaptionPage(StudioContext* context, QWidget* parent)
   });
   thread_.start();
 
+  modelForm_ = new ModelForm(context_->device(), context_->threads(), this);
+  connect(modelForm_, &ModelForm::loadRequested, this, &CaptionPage::loadModel);
+  decodingForm_ = new DecodingForm;
   auto* top = new QHBoxLayout;
-  top->addWidget(buildModelForm(), 3);
-  top->addWidget(buildDecodingForm(), 2);
+  top->addWidget(modelForm_, 3);
+  top->addWidget(decodingForm_, 2);
+  auto* layout = new QVBoxLayout(this);
+  layout->setContentsMargins(12, 12, 12, 8);
+  layout->addLayout(top);
+  layout->addWidget(buildActions());
+  layout->addWidget(buildCentre(), 1);
 
-  hint_ = new QLabel;
-  hint_->setWordWrap(true);
-  hint_->setAlignment(Qt::AlignCenter);
-  hint_->setTextFormat(Qt::RichText);
-  hint_->setMargin(40);
-  hint_->setStyleSheet(QStringLiteral("QLabel { color: #34404c; border: 2px dashed #a8b4c0; border-radius: 8px; "
-                                      "background: #f6f8fa; font-size: 11pt; }"));
+  connect(table_->selectionModel(), &QItemSelectionModel::currentRowChanged, this, &CaptionPage::showDetails);
+  connect(table_->selectionModel(), &QItemSelectionModel::currentRowChanged, this, [this](const QModelIndex& current) {
+    if (current.isValid()) context_->setSelectedImage(items_->item(current.row()).path);
+  });
+  connect(items_, &CaptionModel::itemChanged, this, [this](int row) {
+    if (table_->currentIndex().row() == row) showDetails();
+  });
+  connect(items_, &QAbstractItemModel::rowsInserted, this, &CaptionPage::updateState);
+  connect(items_, &QAbstractItemModel::modelReset, this, &CaptionPage::updateState);
+  connect(items_, &CaptionModel::itemChanged, this, &CaptionPage::updateState);
+  updateState();
+}
+
+CaptionPage::~CaptionPage() {
+  worker_->cancelAll();
+  thread_.quit();
+  thread_.wait();
+}
+
+QWidget* CaptionPage::buildCentre() {
+  hint_ = new HintLabel(QString(), HintLabel::Kind::Panel);
   table_ = new QTableView;
   table_->setObjectName(QStringLiteral("captionTable"));
   table_->setModel(items_);
@@ -131,229 +133,54 @@ CaptionPage::CaptionPage(StudioContext* context, QWidget* parent)
   centre_ = new QStackedWidget;
   centre_->addWidget(hint_);
   centre_->addWidget(splitter);
-
-  auto* layout = new QVBoxLayout(this);
-  layout->setContentsMargins(12, 12, 12, 8);
-  layout->addLayout(top);
-  layout->addWidget(buildActions());
-  layout->addWidget(centre_, 1);
-
-  connect(table_->selectionModel(), &QItemSelectionModel::currentRowChanged, this, &CaptionPage::showDetails);
-  connect(table_->selectionModel(), &QItemSelectionModel::currentRowChanged, this, [this](const QModelIndex& current) {
-    if (current.isValid()) context_->setSelectedImage(items_->item(current.row()).path);
-  });
-  connect(items_, &CaptionModel::itemChanged, this, [this](int row) {
-    if (table_->currentIndex().row() == row) showDetails();
-  });
-  connect(items_, &QAbstractItemModel::rowsInserted, this, &CaptionPage::updateState);
-  connect(items_, &QAbstractItemModel::modelReset, this, &CaptionPage::updateState);
-  connect(items_, &CaptionModel::itemChanged, this, &CaptionPage::updateState);
-  updateState();
-}
-
-CaptionPage::~CaptionPage() {
-  worker_->cancelAll();
-  thread_.quit();
-  thread_.wait();
-}
-
-QWidget* CaptionPage::buildModelForm() {
-  auto* box = new QGroupBox(QStringLiteral("Model"));
-  auto* form = new QFormLayout(box);
-  modelConfig_ = new QComboBox;
-  modelConfig_->setEditable(true);
-  modelConfig_->addItem(QString());
-  for (const auto& name : expnet::model_preset_names()) modelConfig_->addItem(QString::fromStdString(name));
-  modelConfig_->lineEdit()->setPlaceholderText(QStringLiteral("preset (official, small, tiny, demo) or config .json"));
-  modelConfig_->setToolTip(QStringLiteral("Preset name or model config JSON; empty = read from one of our checkpoints"));
-  checkpoint_ = new QLineEdit;
-  checkpoint_->setPlaceholderText(QStringLiteral("checkpoint .pth"));
-  vocab_ = new QLineEdit;
-  vocab_->setPlaceholderText(QStringLiteral("vocabulary .pickle or .json (empty = from our checkpoint)"));
-  const auto withBrowse = [this](QWidget* field, const QString& title, const QString& filter) {
-    auto* row = new QHBoxLayout;
-    row->setContentsMargins(0, 0, 0, 0);
-    row->addWidget(field, 1);
-    auto* browse = new QToolButton;
-    browse->setText(QStringLiteral("…"));
-    browse->setToolTip(title);
-    row->addWidget(browse);
-    connect(browse, &QToolButton::clicked, this, [this, field, title, filter] {
-      const QString file = QFileDialog::getOpenFileName(this, title, QString(), filter);
-      if (file.isEmpty()) return;
-      if (auto* line = qobject_cast<QLineEdit*>(field)) line->setText(file);
-      if (auto* combo = qobject_cast<QComboBox*>(field)) combo->setCurrentText(file);
-    });
-    auto* holder = new QWidget;
-    holder->setLayout(row);
-    return holder;
-  };
-  form->addRow(QStringLiteral("Config:"), withBrowse(modelConfig_, QStringLiteral("Choose a model config JSON"),
-                                                     QStringLiteral("Model config (*.json)")));
-  form->addRow(QStringLiteral("Checkpoint:"), withBrowse(checkpoint_, QStringLiteral("Choose a checkpoint"),
-                                                         QStringLiteral("Checkpoints (*.pth *.pt);;All files (*)")));
-  form->addRow(QStringLiteral("Vocabulary:"), withBrowse(vocab_, QStringLiteral("Choose a vocabulary"),
-                                                         QStringLiteral("Vocabulary (*.pickle *.pkl *.json)")));
-  // Runtime: starts as the command line set it (--device, --threads); used by the next load.
-  device_ = new QComboBox;
-  device_->setObjectName(QStringLiteral("device"));
-  device_->setEditable(true);
-  device_->addItems({QStringLiteral("cpu"), QStringLiteral("cuda"), QStringLiteral("cuda:0")});
-  device_->setCurrentText(context_->device());
-  device_->setToolTip(QStringLiteral("Device for the next Load model: cpu, cuda or cuda:N"));
-  threads_ = new QSpinBox;
-  threads_->setObjectName(QStringLiteral("threads"));
-  threads_->setRange(0, std::max(1, expnet::hardware_threads()));
-  threads_->setSpecialValueText(QStringLiteral("all cores"));
-  threads_->setValue(context_->threads());
-  threads_->setToolTip(QStringLiteral("CPU threads for the model (all pages), applied at the next Load model"));
-  auto* runtimeRow = new QHBoxLayout;
-  runtimeRow->addWidget(device_, 1);
-  runtimeRow->addWidget(new QLabel(QStringLiteral("Threads:")));
-  runtimeRow->addWidget(threads_);
-  form->addRow(QStringLiteral("Device:"), runtimeRow);
-  loadButton_ = actionButton(QStringLiteral("Load model"), QKeySequence(Qt::CTRL | Qt::Key_L),
-                             QStringLiteral("Load the checkpoint, vocabulary and config above"), this);
-  busy_ = new QProgressBar;
-  busy_->setRange(0, 0);  // indeterminate: loading has no measurable steps
-  busy_->setMaximumWidth(140);
-  busy_->setTextVisible(false);
-  busy_->hide();
-  modelStatus_ = new QLabel;
-  modelStatus_->setWordWrap(true);
-  modelStatus_->setTextInteractionFlags(Qt::TextSelectableByMouse);
-  auto* demo = actionButton(QStringLiteral("Demo model"), QKeySequence(Qt::CTRL | Qt::Key_D),
-                            QStringLiteral("Load the built-in demo model (trained on the shapes set by the shapes-demo "
-                                           "recipe; README: how it was made)"),
-                            this);
-  demo->setObjectName(QStringLiteral("demoModel"));
-  if (!expnet::demo_model_available()) {
-    demo->setEnabled(false);
-    demo->setToolTip(QStringLiteral("The demo model file was not found: reinstall, or set EXPNET_RESOURCES"));
-  }
-  connect(demo, &QPushButton::clicked, this, [this] {
-    ModelRequest request;
-    request.model = QStringLiteral("demo");
-    modelConfig_->setCurrentText(request.model);
-    checkpoint_->clear();
-    vocab_->clear();
-    loadModel(request);
-  });
-  auto* row = new QHBoxLayout;
-  row->addWidget(loadButton_);
-  row->addWidget(demo);
-  row->addWidget(busy_);
-  row->addWidget(modelStatus_, 1);
-  form->addRow(row);
-  connect(loadButton_, &QPushButton::clicked, this, [this] {
-    ModelRequest request;
-    request.model = modelConfig_->currentText().trimmed();
-    request.checkpoint = checkpoint_->text().trimmed();
-    request.vocab = vocab_->text().trimmed();
-    loadModel(request);
-  });
-  return box;
-}
-
-QWidget* CaptionPage::buildDecodingForm() {
-  auto* box = new QGroupBox(QStringLiteral("Decoding"));
-  auto* form = new QFormLayout(box);
-  search_ = new QComboBox;
-  search_->setObjectName(QStringLiteral("search"));
-  search_->addItems({QStringLiteral("Beam search"), QStringLiteral("Greedy"), QStringLiteral("Sampling")});
-  search_->setToolTip(QStringLiteral("Beam search keeps the best partial captions at each step; greedy takes the "
-                                     "most likely word; sampling draws each word from the model's distribution "
-                                     "(temperature 1, seed 0: the same captions on every run)"));
-  beam_ = new QSpinBox;
-  beam_->setObjectName(QStringLiteral("beam"));
-  beam_->setRange(1, 20);
-  beam_->setValue(5);
-  beam_->setToolTip(QStringLiteral("Beam width: partial captions kept at each step"));
-  nbest_ = new QSpinBox;
-  nbest_->setObjectName(QStringLiteral("nbest"));
-  nbest_->setRange(1, 20);
-  nbest_->setValue(3);
-  nbest_->setToolTip(QStringLiteral("Captions returned per image (at most the beam width)"));
-  maxLength_ = new QSpinBox;
-  maxLength_->setObjectName(QStringLiteral("maxLength"));
-  maxLength_->setRange(0, 1000);
-  maxLength_->setSpecialValueText(QStringLiteral("model's"));
-  maxLength_->setToolTip(QStringLiteral("Longest caption in tokens, counting the start token; 0 = the model's "
-                                        "max_seq_len"));
-  lengthPenalty_ = new QDoubleSpinBox;
-  lengthPenalty_->setObjectName(QStringLiteral("lengthPenalty"));
-  lengthPenalty_->setRange(0, 5);
-  lengthPenalty_->setSingleStep(0.1);
-  lengthPenalty_->setValue(1.0);
-  lengthPenalty_->setToolTip(QStringLiteral("Ranking score = sum log p / length^alpha; 1 = the reference's ranking"));
-  noRepeat_ = new QSpinBox;
-  noRepeat_->setObjectName(QStringLiteral("noRepeat"));
-  noRepeat_->setRange(0, 10);
-  noRepeat_->setSpecialValueText(QStringLiteral("off"));
-  noRepeat_->setToolTip(QStringLiteral("Forbid repeating any n-gram of this size; 0 = off"));
-  connect(search_, &QComboBox::currentIndexChanged, this, [this](int index) {
-    beam_->setEnabled(index == 0);
-    nbest_->setEnabled(index != 1);  // beam: n-best; sampling: samples per image
-  });
-  auto* grid = new QHBoxLayout;
-  auto* left = new QFormLayout;
-  auto* right = new QFormLayout;
-  left->addRow(QStringLiteral("Search:"), search_);
-  left->addRow(QStringLiteral("Beam:"), beam_);
-  left->addRow(QStringLiteral("N-best:"), nbest_);
-  right->addRow(QStringLiteral("Max length:"), maxLength_);
-  right->addRow(QStringLiteral("Length penalty:"), lengthPenalty_);
-  right->addRow(QStringLiteral("No-repeat n-gram:"), noRepeat_);
-  grid->addLayout(left);
-  grid->addLayout(right);
-  form->addRow(grid);
-  return box;
+  return centre_;
 }
 
 QWidget* CaptionPage::buildActions() {
-  openButton_ = actionButton(QStringLiteral("Open…"), QKeySequence::Open, QStringLiteral("Add images or a folder"), this);
-  pasteButton_ = actionButton(QStringLiteral("Paste"), QKeySequence(Qt::CTRL | Qt::SHIFT | Qt::Key_V),
-                              QStringLiteral("Caption the image or files on the clipboard"), this);
-  cancelButton_ = actionButton(QStringLiteral("Cancel"), QKeySequence(Qt::Key_Escape),
-                               QStringLiteral("Stop captioning: the current and queued images"), this);
+  auto* open = new ActionButton(QStringLiteral("Open…"), QKeySequence::Open, QStringLiteral("Add images or a folder"), this);
+  auto* paste = new ActionButton(QStringLiteral("Paste"), QKeySequence(Qt::CTRL | Qt::SHIFT | Qt::Key_V),
+                                 QStringLiteral("Caption the image or files on the clipboard"), this);
+  auto* cancel = new ActionButton(QStringLiteral("Cancel"), QKeySequence(Qt::Key_Escape),
+                                  QStringLiteral("Stop captioning: the current and queued images"), this);
   // Ctrl+C too: text fields keep their own Ctrl+C (they take it as a shortcut override).
-  copyButton_ = actionButton(QStringLiteral("Copy caption"), QKeySequence(Qt::CTRL | Qt::SHIFT | Qt::Key_C),
-                             QStringLiteral("Copy the selected images' captions (also Ctrl+C)"), this,
-                             {QKeySequence(QKeySequence::Copy)});
-  clearButton_ = actionButton(QStringLiteral("Clear"), QKeySequence(Qt::CTRL | Qt::SHIFT | Qt::Key_Delete),
-                              QStringLiteral("Remove every image from the list"), this);
-  recentButton_ = new QToolButton;
-  recentButton_->setObjectName(QStringLiteral("recent"));
-  recentButton_->setText(QStringLiteral("Recent"));
-  recentButton_->setToolTip(QStringLiteral("Add again an image or folder added lately"));
-  recentButton_->setPopupMode(QToolButton::InstantPopup);
-  recentButton_->setMinimumHeight(openButton_->sizeHint().height());
-  auto* recentMenu = new QMenu(recentButton_);
-  recentButton_->setMenu(recentMenu);
+  auto* copy = new ActionButton(QStringLiteral("Copy caption"),
+                                {QKeySequence(Qt::CTRL | Qt::SHIFT | Qt::Key_C), QKeySequence(QKeySequence::Copy)},
+                                QStringLiteral("Copy the selected images' captions (also Ctrl+C)"), this);
+  auto* clear = new ActionButton(QStringLiteral("Clear"), QKeySequence(Qt::CTRL | Qt::SHIFT | Qt::Key_Delete),
+                                 QStringLiteral("Remove every image from the list"), this);
+  connect(open, &QPushButton::clicked, this, &CaptionPage::openImages);
+  connect(paste, &QPushButton::clicked, this, &CaptionPage::pasteFromClipboard);
+  connect(cancel, &QPushButton::clicked, this, &CaptionPage::cancel);
+  connect(copy, &QPushButton::clicked, this, &CaptionPage::copyCaption);
+  connect(clear, &QPushButton::clicked, this, &CaptionPage::clearItems);
+  cancelButton_ = cancel;
+  copyButton_ = copy;
+  clearButton_ = clear;
+
+  auto* recentButton = new QToolButton;
+  recentButton->setObjectName(QStringLiteral("recent"));
+  recentButton->setText(QStringLiteral("Recent"));
+  recentButton->setToolTip(QStringLiteral("Add again an image or folder added lately"));
+  recentButton->setPopupMode(QToolButton::InstantPopup);
+  recentButton->setMinimumHeight(open->sizeHint().height());
+  auto* recentMenu = new QMenu(recentButton);
+  recentButton->setMenu(recentMenu);
   connect(recentMenu, &QMenu::aboutToShow, this, [this, recentMenu] {
-    recentMenu->clear();
-    for (const QString& path : recent_)
-      recentMenu->addAction(path, this, [this, path] { addPaths({path}); });
-    if (recent_.isEmpty()) recentMenu->addAction(QStringLiteral("(nothing added yet)"))->setEnabled(false);
+    recent_.fillMenu(recentMenu, [this](const QString& path) { addPaths({path}); });
   });
   exportButton_ = new QToolButton;
   exportButton_->setText(QStringLiteral("Export…"));
   exportButton_->setToolTip(QStringLiteral("Save the captions as CSV, JSON Lines or COCO results JSON (Ctrl+E)"));
   exportButton_->setShortcut(QKeySequence(Qt::CTRL | Qt::Key_E));
   exportButton_->setToolButtonStyle(Qt::ToolButtonTextOnly);
-  exportButton_->setMinimumHeight(openButton_->sizeHint().height());
-  connect(openButton_, &QPushButton::clicked, this, &CaptionPage::openImages);
-  connect(pasteButton_, &QPushButton::clicked, this, &CaptionPage::pasteFromClipboard);
-  connect(cancelButton_, &QPushButton::clicked, this, &CaptionPage::cancel);
-  connect(copyButton_, &QPushButton::clicked, this, &CaptionPage::copyCaption);
-  connect(clearButton_, &QPushButton::clicked, this, &CaptionPage::clearItems);
+  exportButton_->setMinimumHeight(open->sizeHint().height());
   connect(exportButton_, &QToolButton::clicked, this, &CaptionPage::exportCaptions);
+
   progress_ = new QLabel;
   auto* bar = new QWidget;
   auto* row = new QHBoxLayout(bar);
   row->setContentsMargins(0, 4, 0, 4);
-  for (QWidget* w : std::initializer_list<QWidget*>{openButton_, recentButton_, pasteButton_, cancelButton_, copyButton_, exportButton_,
-                                                     clearButton_})
+  for (QWidget* w : std::initializer_list<QWidget*>{open, recentButton, paste, cancel, copy, exportButton_, clear})
     row->addWidget(w);
   row->addSpacing(12);
   row->addWidget(progress_, 1);
@@ -362,12 +189,11 @@ QWidget* CaptionPage::buildActions() {
 
 void CaptionPage::loadModel(const ModelRequest& request) {
   if (loading_) return;
-  checkpoint_->setText(request.checkpoint);
-  vocab_->setText(request.vocab);
-  modelConfig_->setCurrentText(request.model);
+  modelForm_->showRequest(request);
+  const ModelRequest runtime = modelForm_->request();
   ModelRequest withDevice = request;
-  withDevice.device = device_->currentText().trimmed();
-  withDevice.threads = threads_->value();
+  withDevice.device = runtime.device;
+  withDevice.threads = runtime.threads;
   loading_ = true;
   context_->setModelLoading(true);
   modelError_.clear();
@@ -381,7 +207,7 @@ void CaptionPage::onModelLoaded(const QString& name, const QJsonObject& details)
   loading_ = false;
   modelName_ = name;
   modelDetails_ = details;
-  maxLength_->setMaximum(details.value(QStringLiteral("max_seq_len")).toInt());
+  decodingForm_->setModelMaxLength(details.value(QStringLiteral("max_seq_len")).toInt());
   context_->setModelLoading(false);
   context_->setCaptioner(worker_->captioner());
   context_->setModelName(name);
@@ -413,28 +239,18 @@ void CaptionPage::addPaths(const QStringList& paths) {
     }
     added.push_back(item);
   }
-  rememberRecent(paths);
+  recent_.add(paths);
   const int first = items_->append(added);
   table_->scrollToBottom();
   if (table_->currentIndex().row() < 0 && !added.isEmpty()) table_->selectRow(first);
   submitQueued();
 }
 
-void CaptionPage::rememberRecent(const QStringList& paths) {
-  constexpr int kMaxRecent = 10;
-  for (const QString& path : paths) {
-    const QString absolute = QFileInfo(path).absoluteFilePath();
-    recent_.removeAll(absolute);
-    recent_.prepend(absolute);
-  }
-  while (recent_.size() > kMaxRecent) recent_.removeLast();
-}
-
 // Sends every queued row to the worker, with the settings of this moment.
 void CaptionPage::submitQueued() {
   if (!modelLoaded() || loading_) return;
   QVector<CaptionJob> jobs;
-  const QJsonObject settings = decodingSettings();
+  const QJsonObject settings = decodingForm_->settings(modelDetails_.value(QStringLiteral("max_seq_len")).toInt());
   for (int row = 0; row < items_->rowCount(); ++row) {
     const auto& item = items_->item(row);
     if (item.status != CaptionItem::Status::Queued || item.submitted) continue;
@@ -445,7 +261,7 @@ void CaptionPage::submitQueued() {
   inFlight_ += int(jobs.size());
   QMetaObject::invokeMethod(
       worker_,
-      [worker = worker_, jobs, options = decodingOptions(), epoch = worker_->cancelEpoch()] {
+      [worker = worker_, jobs, options = decodingForm_->options(), epoch = worker_->cancelEpoch()] {
         worker->caption(jobs, options, epoch);
       },
       Qt::QueuedConnection);
@@ -466,34 +282,6 @@ void CaptionPage::cancel() {
     if (item.status == CaptionItem::Status::Queued && !item.submitted)
       items_->setCancelled(row);
   }
-}
-
-expnet::DecodingOptions CaptionPage::decodingOptions() const {
-  expnet::DecodingOptions options;
-  const int index = search_->currentIndex();
-  const bool beam = index == 0;
-  options.search = beam ? expnet::SearchKind::Beam : index == 2 ? expnet::SearchKind::Sampling : expnet::SearchKind::Greedy;
-  options.beam_size = beam ? beam_->value() : 1;
-  options.num_hypotheses = beam ? std::min(nbest_->value(), beam_->value()) : index == 2 ? nbest_->value() : 1;
-  options.seed = 0;  // sampling: reproducible captions (the engine's default seed)
-  options.max_length = maxLength_->value();
-  options.length_penalty = lengthPenalty_->value();
-  options.no_repeat_ngram_size = noRepeat_->value();
-  return options;
-}
-
-QJsonObject CaptionPage::decodingSettings() const {
-  const auto options = decodingOptions();
-  const int modelMax = modelDetails_.value(QStringLiteral("max_seq_len")).toInt();
-  const char* search = options.search == expnet::SearchKind::Beam       ? "beam"
-                       : options.search == expnet::SearchKind::Sampling ? "sampling"
-                                                                         : "greedy";
-  return QJsonObject{{"search", search},
-                     {"beam_size", options.beam_size},
-                     {"n_best", options.num_hypotheses},
-                     {"max_length", options.max_length > 0 ? options.max_length : modelMax},
-                     {"length_penalty", options.length_penalty},
-                     {"no_repeat_ngram_size", options.no_repeat_ngram_size}};
 }
 
 void CaptionPage::openImages() {
@@ -571,33 +359,17 @@ void CaptionPage::clearItems() {
 void CaptionPage::restoreSettings() {
   QSettings s;
   s.beginGroup(QStringLiteral("caption"));
-  search_->setCurrentIndex(std::clamp(s.value(QStringLiteral("search"), 0).toInt(), 0, search_->count() - 1));
-  beam_->setValue(s.value(QStringLiteral("beam"), beam_->value()).toInt());
-  nbest_->setValue(s.value(QStringLiteral("nbest"), nbest_->value()).toInt());
-  maxLength_->setValue(s.value(QStringLiteral("max_length"), 0).toInt());
-  lengthPenalty_->setValue(s.value(QStringLiteral("length_penalty"), 1.0).toDouble());
-  noRepeat_->setValue(s.value(QStringLiteral("no_repeat_ngram"), 0).toInt());
-  recent_ = s.value(QStringLiteral("recent")).toStringList();
-  if (!modelLoaded() && !loading_) {
-    modelConfig_->setCurrentText(s.value(QStringLiteral("model")).toString());
-    checkpoint_->setText(s.value(QStringLiteral("checkpoint")).toString());
-    vocab_->setText(s.value(QStringLiteral("vocab")).toString());
-  }
+  decodingForm_->restore(s);
+  recent_.setPaths(s.value(QStringLiteral("recent")).toStringList());
+  if (!modelLoaded() && !loading_) modelForm_->restoreFields(s);
 }
 
 void CaptionPage::saveSettings() const {
   QSettings s;
   s.beginGroup(QStringLiteral("caption"));
-  s.setValue(QStringLiteral("search"), search_->currentIndex());
-  s.setValue(QStringLiteral("beam"), beam_->value());
-  s.setValue(QStringLiteral("nbest"), nbest_->value());
-  s.setValue(QStringLiteral("max_length"), maxLength_->value());
-  s.setValue(QStringLiteral("length_penalty"), lengthPenalty_->value());
-  s.setValue(QStringLiteral("no_repeat_ngram"), noRepeat_->value());
-  s.setValue(QStringLiteral("model"), modelConfig_->currentText());
-  s.setValue(QStringLiteral("checkpoint"), checkpoint_->text());
-  s.setValue(QStringLiteral("vocab"), vocab_->text());
-  s.setValue(QStringLiteral("recent"), recent_);
+  decodingForm_->save(s);
+  modelForm_->saveFields(s);
+  s.setValue(QStringLiteral("recent"), recent_.paths());
 }
 
 void CaptionPage::dragEnterEvent(QDragEnterEvent* event) {
@@ -616,90 +388,34 @@ void CaptionPage::dropEvent(QDropEvent* event) {
 bool CaptionPage::isBusy() const { return loading_ || inFlight_ > 0; }
 
 void CaptionPage::updateState() {
-  busy_->setVisible(loading_);
-  loadButton_->setEnabled(!loading_);
   if (loading_)
-    modelStatus_->setText(QStringLiteral("Loading…"));
+    modelForm_->showLoading();
   else if (!modelError_.isEmpty())
-    modelStatus_->setText(QStringLiteral("<span style='color:#b02020'>%1</span>").arg(htmlEscape(modelError_)));
+    modelForm_->showFailed(modelError_);
   else if (modelLoaded())
-    modelStatus_->setText(QStringLiteral("Loaded <b>%1</b> in %2 ms")
-                              .arg(htmlEscape(modelName_))
-                              .arg(modelDetails_.value(QStringLiteral("load_ms")).toDouble(), 0, 'f', 0));
+    modelForm_->showLoaded(modelName_, modelDetails_.value(QStringLiteral("load_ms")).toDouble());
   else
-    modelStatus_->setText(QStringLiteral("No model loaded"));
+    modelForm_->showNoModel();
 
   hint_->setText(QString::fromUtf8(modelLoaded() ? kDropHint : kNoModelHint));
-  centre_->setCurrentIndex(items_->rowCount() > 0 ? 1 : 0);
-  cancelButton_->setEnabled(items_->pendingCount() > 0);
   const bool any = items_->rowCount() > 0;
+  centre_->setCurrentIndex(any ? 1 : 0);
+  cancelButton_->setEnabled(items_->pendingCount() > 0);
   copyButton_->setEnabled(any);
   exportButton_->setEnabled(any);
   clearButton_->setEnabled(any);
-  int done = 0, failed = 0;
-  for (const auto& item : items_->items()) {
-    done += item.status == CaptionItem::Status::Done;
-    failed += item.status == CaptionItem::Status::Failed;
-  }
-  const int pending = items_->pendingCount();
-  QString text = QStringLiteral("%1 captioned").arg(done);
-  if (failed) text += QStringLiteral(", %1 failed").arg(failed);
-  if (pending) text += modelLoaded() ? QStringLiteral(", %1 to go").arg(pending)
-                                     : QStringLiteral(", %1 waiting for a model").arg(pending);
-  progress_->setText(any ? text : QString());
+  progress_->setText(captionProgressText(items_->items(), modelLoaded()));
 }
 
 void CaptionPage::showDetails() {
   const int row = table_->currentIndex().row();
   if (row < 0 || row >= items_->rowCount()) return details_->clear();
-  const auto& item = items_->item(row);
-  QString html = QStringLiteral("<p><b>%1</b></p>").arg(htmlEscape(item.display));
-  if (item.status == CaptionItem::Status::Failed) {
-    html += QStringLiteral("<p style='color:#b02020'>%1</p>").arg(htmlEscape(item.error));
-    return details_->setHtml(html);
-  }
-  if (!item.nbest.isEmpty()) {
-    html += QStringLiteral("<table cellspacing=0 cellpadding=3><tr><th align=left>#</th><th align=left>Caption</th>"
-                           "<th align=right>Score</th><th align=right>log p</th></tr>");
-    int rank = 0;
-    for (const auto& value : item.nbest) {
-      const QJsonObject h = value.toObject();
-      html += QStringLiteral("<tr><td>%1</td><td>%2</td><td align=right>%3</td><td align=right>%4</td></tr>")
-                  .arg(++rank)
-                  .arg(htmlEscape(h.value(QStringLiteral("text")).toString()))
-                  .arg(h.value(QStringLiteral("score")).toDouble(), 0, 'f', 3)
-                  .arg(h.value(QStringLiteral("sum_logprob")).toDouble(), 0, 'f', 3);
-    }
-    html += QStringLiteral("</table>");
-  } else {
-    html += QStringLiteral("<p>%1</p>").arg(htmlEscape(item.caption().isEmpty() ? item.statusText() : item.caption()));
-  }
-  if (!item.ms.isEmpty())
-    html += QStringLiteral("<p><b>Time</b>: preprocess %1 ms, encode %2 ms, decode %3 ms</p>")
-                .arg(item.ms.value(QStringLiteral("preprocess")).toDouble(), 0, 'f', 1)
-                .arg(item.ms.value(QStringLiteral("encode")).toDouble(), 0, 'f', 1)
-                .arg(item.ms.value(QStringLiteral("decode")).toDouble(), 0, 'f', 1);
-  if (!item.settings.isEmpty()) {
-    const auto& s = item.settings;
-    html += QStringLiteral("<p><b>Settings</b>: %1, beam %2, n-best %3, max length %4, length penalty %5, "
-                           "no-repeat n-gram %6</p>")
-                .arg(s.value(QStringLiteral("search")).toString())
-                .arg(s.value(QStringLiteral("beam_size")).toInt())
-                .arg(s.value(QStringLiteral("n_best")).toInt())
-                .arg(s.value(QStringLiteral("max_length")).toInt())
-                .arg(s.value(QStringLiteral("length_penalty")).toDouble())
-                .arg(s.value(QStringLiteral("no_repeat_ngram_size")).toInt() == 0
-                         ? QStringLiteral("off")
-                         : QString::number(s.value(QStringLiteral("no_repeat_ngram_size")).toInt()));
-  }
-  details_->setHtml(html);
+  details_->setHtml(captionDetailsHtml(items_->item(row), Theme::current()));
 }
 
 QJsonObject CaptionPage::describe() const {
   QJsonArray list;
-  for (const auto& item : items_->items()) {
-    list.append(item.toJson());
-  }
+  for (const auto& item : items_->items()) list.append(item.toJson());
   QJsonObject out{{"model_loaded", modelLoaded()}, {"items", list}};
   if (modelLoaded()) out.insert(QStringLiteral("model"), modelName_);
   else out.insert(QStringLiteral("message"), QStringLiteral("No model loaded: load a checkpoint, vocabulary and config"));

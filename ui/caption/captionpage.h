@@ -1,6 +1,7 @@
 // The Caption page: drop images or folders (or open, or paste), pick a model,
 // set the decoding options, watch captions stream in, export them. LibTorch
-// runs in a CaptionWorker on its own thread; this widget only shows results.
+// runs in a CaptionWorker on its own thread; this widget wires the Model and
+// Decoding boxes, the action bar and the table of CaptionModel rows.
 #pragma once
 
 #include <QJsonObject>
@@ -8,38 +9,36 @@
 #include <QTemporaryDir>
 #include <QThread>
 
-#include "shell/studiopage.h"
 #include "caption/captionworker.h"
+#include "common/recentpaths.h"
+#include "shell/studiopage.h"
 
-class QComboBox;
-class QDoubleSpinBox;
 class QLabel;
-class QLineEdit;
-class QProgressBar;
-class QPushButton;
-class QSpinBox;
 class QStackedWidget;
 class QTableView;
 class QTextBrowser;
 class QToolButton;
 class CaptionModel;
+class DecodingForm;
+class HintLabel;
+class ModelForm;
 class StudioContext;
 
 class CaptionPage : public StudioPage {
   Q_OBJECT
-  Q_PROPERTY(bool acceptsImages READ acceptsImages CONSTANT)
  public:
   explicit CaptionPage(StudioContext* context, QWidget* parent = nullptr);
   ~CaptionPage() override;
+
+  CaptionModel* model() const { return items_; }
+  bool modelLoaded() const { return !modelName_.isEmpty(); }
+  // Files and folders added lately, newest first (also the File > Recent menu).
+  const RecentPaths& recent() const { return recent_; }
 
   QString pageId() const override { return QStringLiteral("caption"); }
   QString title() const override { return QStringLiteral("Caption"); }
   QJsonObject describe() const override;
   bool isBusy() const override;
-  bool acceptsImages() const { return true; }
-
-  CaptionModel* model() const { return items_; }
-  bool modelLoaded() const { return !modelName_.isEmpty(); }
 
  public slots:
   // Loads in the worker; the page shows a busy bar and stays responsive.
@@ -64,15 +63,12 @@ class CaptionPage : public StudioPage {
   void dropEvent(QDropEvent* event) override;
 
  private:
-  QWidget* buildModelForm();
-  QWidget* buildDecodingForm();
-  QWidget* buildActions();
-  expnet::DecodingOptions decodingOptions() const;
-  QJsonObject decodingSettings() const;
-  void submitQueued();
-  void jobEnded();
   void onModelLoaded(const QString& name, const QJsonObject& details);
   void onModelFailed(const QString& error);
+  void submitQueued();
+  void jobEnded();
+  QWidget* buildActions();
+  QWidget* buildCentre();
   void updateState();
   void showDetails();
 
@@ -87,33 +83,17 @@ class CaptionPage : public StudioPage {
   QString modelName_;
   QJsonObject modelDetails_;
   QString modelError_;
+  RecentPaths recent_;  // saved with the settings
 
-  QComboBox* modelConfig_;
-  QComboBox* device_;
-  QSpinBox* threads_;
-  QLineEdit* checkpoint_;
-  QLineEdit* vocab_;
-  QPushButton* loadButton_;
-  QProgressBar* busy_;
-  QLabel* modelStatus_;
-  QComboBox* search_;
-  QSpinBox* beam_;
-  QSpinBox* nbest_;
-  QSpinBox* maxLength_;
-  QDoubleSpinBox* lengthPenalty_;
-  QSpinBox* noRepeat_;
-  QPushButton* openButton_;
-  QPushButton* pasteButton_;
-  QPushButton* cancelButton_;
-  QPushButton* copyButton_;
+  ModelForm* modelForm_;
+  DecodingForm* decodingForm_;
+  QWidget* cancelButton_;
+  QWidget* copyButton_;
   QToolButton* exportButton_;
-  QToolButton* recentButton_;
-  QStringList recent_;  // files and folders added lately, newest first; saved with the settings
-  void rememberRecent(const QStringList& paths);
-  QPushButton* clearButton_;
+  QWidget* clearButton_;
   QLabel* progress_;
   QStackedWidget* centre_;
-  QLabel* hint_;
+  HintLabel* hint_;
   QTableView* table_;
   QTextBrowser* details_;
 };

@@ -3,21 +3,21 @@
 #include <QLabel>
 #include <QVBoxLayout>
 
-NotYetPage::NotYetPage(QString id, QString title, QString capability, QString tracking, QWidget* parent)
+#include "common/hintlabel.h"
+
+NotYetPage::NotYetPage(QString id, QString title, QString capability, QString meanwhile, QWidget* parent)
     : StudioPage(parent),
       id_(std::move(id)),
       title_(std::move(title)),
       capability_(std::move(capability)),
-      tracking_(std::move(tracking)) {
+      meanwhile_(std::move(meanwhile)) {
   auto* layout = new QVBoxLayout(this);
   auto* heading = new QLabel(QStringLiteral("<h2>%1</h2>").arg(title_.toHtmlEscaped()));
   auto* status = new QLabel(QStringLiteral("<b>Not yet available.</b> This page shows no content until its capability is built."));
   auto* text = new QLabel(capability_);
-  text->setWordWrap(true);
-  auto* where = new QLabel(tracking_);
-  where->setWordWrap(true);
-  where->setStyleSheet(QStringLiteral("color: #5a6470;"));
-  for (auto* label : {heading, status, text, where}) {
+  auto* where = new HintLabel(meanwhile_);
+  for (auto* label : {heading, status, text, static_cast<QLabel*>(where)}) {
+    label->setWordWrap(true);
     label->setTextInteractionFlags(Qt::TextSelectableByMouse);
     layout->addWidget(label);
   }
@@ -26,5 +26,5 @@ NotYetPage::NotYetPage(QString id, QString title, QString capability, QString tr
 }
 
 QJsonObject NotYetPage::describe() const {
-  return {{"status", "not yet available"}, {"capability", capability_}, {"tracking", tracking_}};
+  return {{"status", "not yet available"}, {"capability", capability_}, {"meanwhile", meanwhile_}};
 }

@@ -1,5 +1,6 @@
 // A page whose capability is not built yet: it says so plainly, names the
-// capability and where it is tracked, and shows no placeholder content.
+// capability and what serves meanwhile (the command line, another page), and
+// shows no placeholder content.
 #pragma once
 
 #include "shell/studiopage.h"
@@ -7,11 +8,11 @@
 class NotYetPage : public StudioPage {
   Q_OBJECT
  public:
-  NotYetPage(QString id, QString title, QString capability, QString tracking, QWidget* parent = nullptr);
+  NotYetPage(QString id, QString title, QString capability, QString meanwhile, QWidget* parent = nullptr);
   QString pageId() const override { return id_; }
   QString title() const override { return title_; }
   QJsonObject describe() const override;
 
  private:
-  QString id_, title_, capability_, tracking_;
+  QString id_, title_, capability_, meanwhile_;
 };

@@ -1,34 +1,33 @@
 #include "shell/mainwindow.h"
 
+#include <QAction>
+#include <QActionGroup>
 #include <QCloseEvent>
 #include <QFrame>
 #include <QHBoxLayout>
-#include <QSettings>
 #include <QLabel>
 #include <QListWidget>
+#include <QMenu>
+#include <QMenuBar>
+#include <QSettings>
 #include <QStackedWidget>
 #include <QStatusBar>
 
-#include "shell/studiocontext.h"
-#include "shell/studiopage.h"
 #include "attention/attentionpage.h"
 #include "caption/captionpage.h"
 #include "common/notyetpage.h"
+#include "common/theme.h"
+#include "shell/aboutdialog.h"
+#include "shell/studiocontext.h"
+#include "shell/studiopage.h"
 #include "training/trainingpage.h"
-
-namespace {
-// Pages whose capability lands with a later issue. Each says so, and names it.
-StudioPage* notYet(const char* id, const char* title, const char* capability, const char* tracking) {
-  return new NotYetPage(QString::fromLatin1(id), QString::fromLatin1(title), QString::fromUtf8(capability),
-                        QString::fromUtf8(tracking));
-}
-}  // namespace
 
 MainWindow::MainWindow(StudioContext* context, QWidget* parent)
     : QMainWindow(parent),
       context_(context),
       navigation_(new QListWidget),
       stack_(new QStackedWidget),
+      pageActions_(new QActionGroup(this)),
       deviceLabel_(new QLabel),
       modelLabel_(new QLabel) {
   setWindowTitle(QStringLiteral("ExpansionNet Studio"));
@@ -40,10 +39,13 @@ MainWindow::MainWindow(StudioContext* context, QWidget* parent)
   navigation_->setObjectName(QStringLiteral("navigation"));
   navigation_->setFrameShape(QFrame::NoFrame);
   navigation_->setFocusPolicy(Qt::NoFocus);
-  navigation_->setStyleSheet(QStringLiteral(
-      "QListWidget#navigation { background: #2b3440; color: #e8edf2; font-size: 11pt; padding-top: 8px; outline: 0; }"
-      "QListWidget#navigation::item { padding: 9px 16px; border: none; color: #e8edf2; }"
-      "QListWidget#navigation::item:selected { background: #3d7ab8; color: white; }"));
+  const Theme theme = Theme::current();
+  navigation_->setStyleSheet(
+      QStringLiteral("QListWidget#navigation { background: %1; color: %2; font-size: 11pt; padding-top: 8px; outline: 0; }"
+                     "QListWidget#navigation::item { padding: 9px 16px; border: none; color: %2; }"
+                     "QListWidget#navigation::item:selected { background: %3; color: white; }")
+          .arg(Theme::css(theme.navigationBackground()), Theme::css(theme.navigationText()),
+               Theme::css(theme.navigationSelected())));
   layout->addWidget(navigation_);
   layout->addWidget(stack_, 1);
   setCentralWidget(central);
@@ -54,26 +56,78 @@ MainWindow::MainWindow(StudioContext* context, QWidget* parent)
   attentionPage->setImageList(captionPage->model());  // pick any of the Caption page's images
   addPage(attentionPage);
   addPage(new TrainingPage(context_));
-  addPage(notYet("datasets", "Datasets",
-                 "Browse caption datasets (COCO/Karpathy, CSV, JSON Lines, the built-in shapes set) with "
-                 "statistics and per-sample evaluation.",
-                 "Needs the dataset index (issue: Datasets)."));
-  addPage(notYet("runs", "Runs",
-                 "Every training run in the run store: configuration, stages, best checkpoints and scores.",
-                 "Needs the run store (issue: Training)."));
-  addPage(notYet("compare", "Compare",
-                 "Autoregressive (AIC) versus partially non-autoregressive (PNAIC) decoding side by side: "
-                 "captions, CIDEr-D and speed.",
-                 "Planned after the open issues (PNAIC decoding)."));
+  // Pages whose capability lands with a later issue: each says so, and what serves meanwhile.
+  addPage(new NotYetPage(QStringLiteral("datasets"), QStringLiteral("Datasets"),
+                         QStringLiteral("Browse caption datasets (COCO/Karpathy, CSV, JSON Lines, the built-in shapes "
+                                        "set) with statistics and per-sample evaluation."),
+                         QStringLiteral("This page is not built yet. Meanwhile the command line indexes and searches a "
+                                        "dataset: expnet dataset index --dataset D --db D/index.sqlite, then expnet "
+                                        "dataset query --db D/index.sqlite --split val --text \"red circle\" (and expnet "
+                                        "dataset stats --dataset D).")));
+  addPage(new NotYetPage(QStringLiteral("runs"), QStringLiteral("Runs"),
+                         QStringLiteral("Every training run in the run store: configuration, stages, best checkpoints "
+                                        "and scores."),
+                         QStringLiteral("This page is not built yet. Meanwhile: expnet runs list, expnet runs show RUN "
+                                        "and expnet runs export RUN --csv; the Training page follows one run of a store "
+                                        "live (Open run…, Ctrl+Shift+O).")));
+  addPage(new NotYetPage(QStringLiteral("compare"), QStringLiteral("Compare"),
+                         QStringLiteral("Autoregressive (AIC) versus partially non-autoregressive (PNAIC) decoding side "
+                                        "by side: captions, CIDEr-D and speed."),
+                         QStringLiteral("Planned after the open issues (PNAIC decoding).")));
 
   connect(navigation_, &QListWidget::currentRowChanged, stack_, &QStackedWidget::setCurrentIndex);
+  connect(stack_, &QStackedWidget::currentChanged, this, [this](int index) {
+    if (QAction* action = pageActions_->actions().value(index)) action->setChecked(true);
+  });
+  buildMenus(captionPage);
   navigation_->setCurrentRow(0);
+  pageActions_->actions().first()->setChecked(true);
 
   statusBar()->addPermanentWidget(modelLabel_);
   statusBar()->addPermanentWidget(deviceLabel_);
   connect(context_, &StudioContext::runtimeChanged, this, &MainWindow::updateStatus);
   connect(context_, &StudioContext::modelChanged, this, &MainWindow::updateStatus);
   updateStatus();
+}
+
+void MainWindow::buildMenus(CaptionPage* captionPage) {
+  QMenu* file = menuBar()->addMenu(QStringLiteral("&File"));
+  // No shortcut here: Ctrl+O belongs to the page shown (the Caption and Attention pages both open images).
+  QAction* openImages = file->addAction(QStringLiteral("Open images…"), this, [this, captionPage] {
+    showPage(captionPage->pageId());
+    captionPage->openImages();
+  });
+  openImages->setStatusTip(QStringLiteral("Add images or a folder to the Caption page (Ctrl+O on that page)"));
+  QAction* openDataset = file->addAction(QStringLiteral("Open dataset… (not yet available)"), this,
+                                         [this] { showPage(QStringLiteral("datasets")); });
+  openDataset->setStatusTip(QStringLiteral("The Datasets page is not built yet: this shows what the command line "
+                                           "offers meanwhile (expnet dataset query)"));
+  QMenu* recent = file->addMenu(QStringLiteral("Recent"));
+  recent->setObjectName(QStringLiteral("recentMenu"));
+  connect(recent, &QMenu::aboutToShow, this, [this, recent, captionPage] {
+    captionPage->recent().fillMenu(recent, [this, captionPage](const QString& path) {
+      showPage(captionPage->pageId());
+      captionPage->addPaths({path});
+    });
+  });
+  file->addSeparator();
+  QAction* quit = file->addAction(QStringLiteral("Quit"), this, [this] { close(); });
+  quit->setShortcut(QKeySequence(Qt::CTRL | Qt::Key_Q));
+
+  QMenu* view = menuBar()->addMenu(QStringLiteral("&View"));
+  for (int i = 0; i < pages_.size(); ++i) {
+    StudioPage* page = pages_[i];
+    QAction* action = view->addAction(page->title(), this, [this, page] { showPage(page->pageId()); });
+    action->setObjectName(QStringLiteral("view_%1").arg(page->pageId()));
+    action->setCheckable(true);
+    if (i < 9) action->setShortcut(QKeySequence(Qt::CTRL | Qt::Key(Qt::Key_1 + i)));
+    pageActions_->addAction(action);
+  }
+
+  QMenu* help = menuBar()->addMenu(QStringLiteral("&Help"));
+  QAction* docs = help->addAction(QStringLiteral("Documentation"), this, [this] { openDocumentation(this); });
+  docs->setStatusTip(QStringLiteral("Open the docs/ folder (studio.md describes the pages)"));
+  help->addAction(QStringLiteral("About ExpansionNet Studio…"), this, [this] { showAboutDialog(this); });
 }
 
 void MainWindow::addPage(StudioPage* page) {

@@ -1,14 +1,17 @@
 // The studio's main window: a navigation list on the left, the pages in a
-// stack, the runtime and the loaded model in the status bar. It only wires
-// pages together; each page owns its widgets, workers and models.
+// stack, the menu bar (File, View, Help), the runtime and the loaded model in
+// the status bar. It only wires pages together; each page owns its widgets,
+// workers and models.
 #pragma once
 
 #include <QMainWindow>
 #include <QVector>
 
+class QActionGroup;
 class QLabel;
 class QListWidget;
 class QStackedWidget;
+class CaptionPage;
 class StudioContext;
 class StudioPage;
 
@@ -30,12 +33,14 @@ class MainWindow : public QMainWindow {
 
  private:
   void addPage(StudioPage* page);
+  void buildMenus(CaptionPage* captionPage);
   void updateStatus();
 
   StudioContext* context_;
   QListWidget* navigation_;
   QStackedWidget* stack_;
   QVector<StudioPage*> pages_;
+  QActionGroup* pageActions_;
   QLabel* deviceLabel_;
   QLabel* modelLabel_;
 };

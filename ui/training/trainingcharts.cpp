@@ -11,6 +11,9 @@
 
 #include <cmath>
 
+#include "common/hintlabel.h"
+#include "common/theme.h"
+
 TrainingCharts::TrainingCharts(QWidget* parent) : QWidget(parent) {
   auto* layout = new QVBoxLayout(this);
   layout->setContentsMargins(0, 0, 0, 0);
@@ -22,8 +25,7 @@ TrainingCharts::TrainingCharts(QWidget* parent) : QWidget(parent) {
   auto* fit = new QPushButton(QStringLiteral("Fit charts"));
   fit->setObjectName(QStringLiteral("fitCharts"));
   fit->setToolTip(QStringLiteral("Fit every chart to its data and follow new points (also: double-click a chart)"));
-  auto* hint = new QLabel(QStringLiteral("Drag to pan, wheel to zoom, double-click to fit"));
-  hint->setStyleSheet(QStringLiteral("color: #667"));
+  auto* hint = new HintLabel(QStringLiteral("Drag to pan, wheel to zoom, double-click to fit"));
   bar->addWidget(logScale_);
   bar->addWidget(fit);
   bar->addStretch(1);
@@ -42,13 +44,15 @@ TrainingCharts::TrainingCharts(QWidget* parent) : QWidget(parent) {
   grid->addWidget(speedPlot_, 1, 1);
   layout->addLayout(grid, 1);
 
-  addSeries(lossPlot_, QStringLiteral("loss"), QStringLiteral("raw"), QColor(150, 180, 215), false);
-  addSeries(lossPlot_, QStringLiteral("loss_smoothed"), QStringLiteral("smoothed"), QColor(30, 90, 170), false)
-      ->setPen(QPen(QColor(30, 90, 170), 2));
-  addSeries(lrPlot_, QStringLiteral("lr"), QStringLiteral("lr"), QColor(200, 110, 20), false);
-  addSeries(validationPlot_, QStringLiteral("cider_d"), QStringLiteral("CIDEr-D"), QColor(40, 140, 70), true);
-  addSeries(validationPlot_, QStringLiteral("bleu4"), QStringLiteral("BLEU-4"), QColor(150, 60, 160), true);
-  addSeries(speedPlot_, QStringLiteral("images_per_s"), QStringLiteral("images/s"), QColor(90, 90, 90), false);
+  const Theme theme = Theme::current();
+  using Series = Theme::Series;
+  addSeries(lossPlot_, QStringLiteral("loss"), QStringLiteral("raw"), theme.series(Series::LossRaw), false);
+  addSeries(lossPlot_, QStringLiteral("loss_smoothed"), QStringLiteral("smoothed"), theme.series(Series::LossSmoothed), false)
+      ->setPen(QPen(theme.series(Series::LossSmoothed), 2));
+  addSeries(lrPlot_, QStringLiteral("lr"), QStringLiteral("lr"), theme.series(Series::LearningRate), false);
+  addSeries(validationPlot_, QStringLiteral("cider_d"), QStringLiteral("CIDEr-D"), theme.series(Series::CiderD), true);
+  addSeries(validationPlot_, QStringLiteral("bleu4"), QStringLiteral("BLEU-4"), theme.series(Series::Bleu4), true);
+  addSeries(speedPlot_, QStringLiteral("images_per_s"), QStringLiteral("images/s"), theme.series(Series::Throughput), false);
   lrPlot_->legend->setVisible(false);
   speedPlot_->legend->setVisible(false);
   validationPlot_->legend->setVisible(true);
@@ -75,7 +79,7 @@ QCustomPlot* TrainingCharts::makePlot(const QString& title, const QString& xLabe
   plot->xAxis->setLabel(xLabel);
   plot->yAxis->setLabel(yLabel);
   plot->legend->setFont(QFont(font().family(), 8));
-  plot->legend->setBrush(QColor(255, 255, 255, 210));
+  Theme::current().applyTo(plot);
   plot->axisRect()->insetLayout()->setInsetAlignment(0, Qt::AlignTop | Qt::AlignRight);
   plot->setToolTip(QStringLiteral("%1: drag to pan, wheel to zoom, double-click to fit").arg(title));
   userMoved_[plot] = false;

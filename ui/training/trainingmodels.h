@@ -2,41 +2,22 @@
 // captions of the latest validation.
 #pragma once
 
-#include <QAbstractTableModel>
-
-#include <vector>
-
+#include "common/rowtablemodel.h"
 #include "expnet/train/run_store.h"
 
-class RunListModel : public QAbstractTableModel {
+class RunListModel : public RowTableModel<expnet::RunInfo> {
   Q_OBJECT
  public:
-  enum Column { NameColumn, StatusColumn, StepsColumn, BestCiderColumn, UpdatedColumn, ColumnCount };
-  using QAbstractTableModel::QAbstractTableModel;
-  int rowCount(const QModelIndex& parent = {}) const override { return parent.isValid() ? 0 : int(runs_.size()); }
-  int columnCount(const QModelIndex& parent = {}) const override { return parent.isValid() ? 0 : ColumnCount; }
+  enum Column { NameColumn, StatusColumn, StepsColumn, BestCiderColumn, UpdatedColumn };
+  explicit RunListModel(QObject* parent = nullptr);
   QVariant data(const QModelIndex& index, int role) const override;
-  QVariant headerData(int section, Qt::Orientation orientation, int role) const override;
-  void setRuns(std::vector<expnet::RunInfo> runs);
-  const std::vector<expnet::RunInfo>& runs() const { return runs_; }
   int rowOf(const QString& name) const;
-
- private:
-  std::vector<expnet::RunInfo> runs_;
 };
 
-class SampleModel : public QAbstractTableModel {
+class SampleModel : public RowTableModel<expnet::SampleCaption> {
   Q_OBJECT
  public:
-  enum Column { ImageColumn, CaptionColumn, ReferenceColumn, ColumnCount };
-  using QAbstractTableModel::QAbstractTableModel;
-  int rowCount(const QModelIndex& parent = {}) const override { return parent.isValid() ? 0 : int(samples_.size()); }
-  int columnCount(const QModelIndex& parent = {}) const override { return parent.isValid() ? 0 : ColumnCount; }
+  enum Column { ImageColumn, CaptionColumn, ReferenceColumn };
+  explicit SampleModel(QObject* parent = nullptr);
   QVariant data(const QModelIndex& index, int role) const override;
-  QVariant headerData(int section, Qt::Orientation orientation, int role) const override;
-  void setSamples(std::vector<expnet::SampleCaption> samples);
-  const std::vector<expnet::SampleCaption>& samples() const { return samples_; }
-
- private:
-  std::vector<expnet::SampleCaption> samples_;
 };

@@ -10,18 +10,17 @@
 #include "shell/studiopage.h"
 #include "training/runsnapshot.h"
 #include "training/trainingprocess.h"
+#include "training/trainingprogress.h"
 
-class QComboBox;
 class QLabel;
 class QLineEdit;
 class QPlainTextEdit;
 class QProgressBar;
-class QPushButton;
-class QSpinBox;
 class QSplitter;
 class QTableView;
-class QTableWidget;
 class QTabWidget;
+class ActionButton;
+class RecipeForm;
 class RunListModel;
 class SampleModel;
 class StudioContext;
@@ -29,16 +28,14 @@ class TrainingCharts;
 
 class TrainingPage : public StudioPage {
   Q_OBJECT
-  Q_PROPERTY(bool acceptsRuns READ acceptsRuns CONSTANT)
  public:
   explicit TrainingPage(StudioContext* context, QWidget* parent = nullptr);
   ~TrainingPage() override;
 
   QString pageId() const override { return QStringLiteral("training"); }
-  QString title() const override { return QStringLiteral("Training"); }
   QJsonObject describe() const override;
+  QString title() const override { return QStringLiteral("Training"); }
   bool isBusy() const override;
-  bool acceptsRuns() const { return true; }
 
   TrainingCharts* charts() const { return charts_; }
   TrainingProcess* process() const { return process_; }
@@ -72,22 +69,12 @@ class TrainingPage : public StudioPage {
 
  private:
   QWidget* buildForm();
-  QWidget* buildStagesBox();
   QWidget* buildRunsBox();
   QWidget* buildMonitor();
-  void fillStages(const QJsonArray& stages);
-  QJsonArray stagesFromTable(QString* error) const;
-  void addStage();
-  void removeStage();
   void launch(const QString& configPath, bool resume);
   void onSnapshot(const RunSnapshot& snapshot);
   void onProcessFinished(int exitCode, bool crashed);
   void appendLog(const QString& line);
-  struct StepsPerEpoch {
-    int steps = 0;
-    double imagesPerSecond = 0;
-  };
-  StepsPerEpoch countSteps(int stage, int epoch) const;
   void updateProgress();
   void updateButtons();
   void showMessage(const QString& text, bool error);
@@ -99,35 +86,23 @@ class TrainingPage : public StudioPage {
   RunStorePoller* poller_;
   RunListModel* runs_;
   SampleModel* samples_;
+  RecipeForm* recipe_;
   RunSnapshot snapshot_;
-  QJsonObject baseConfig_;  // keys the form does not show are kept from here
   TrainProgressLine lastProgress_;
   bool haveProgress_ = false;
   QString outDirOfChild_;
   int lastExitCode_ = -1;
   bool fillFormFromRun_ = false;
   bool followingChild_ = false;  // the followed run is the one our child trains
-  // ETA: the pace since the page started following this run.
-  QDateTime etaStart_;
-  double etaStartFraction_ = -1;
-  double fraction_ = 0;
+  RunProgress progress_;
+  EtaClock eta_;
   double etaSeconds_ = -1;
-  double stageEtaSeconds_ = -1;
   QString progressText_;
 
-  QComboBox* preset_;
-  QLineEdit* name_;
-  QLineEdit* dataset_;
-  QSpinBox* shapesImages_;
-  QComboBox* model_;
-  QSpinBox* seed_;
-  QSpinBox* validationImages_;
-  QSpinBox* threads_;
-  QTableWidget* stages_;
   QLineEdit* outDir_;
-  QPushButton* startButton_;
-  QPushButton* stopButton_;
-  QPushButton* resumeButton_;
+  ActionButton* startButton_;
+  ActionButton* stopButton_;
+  ActionButton* resumeButton_;
   QLabel* message_;
   QTableView* runsView_;
   QLabel* runTitle_;

@@ -1,0 +1,145 @@
+#include "caption/modelform.h"
+
+#include <QComboBox>
+#include <QFormLayout>
+#include <QHBoxLayout>
+#include <QLabel>
+#include <QLineEdit>
+#include <QProgressBar>
+#include <QSettings>
+#include <QSpinBox>
+
+#include <algorithm>
+
+#include "common/actionbutton.h"
+#include "common/browsebutton.h"
+#include "common/theme.h"
+#include "expnet/model/demo_model.h"
+#include "expnet/model/model_config.h"
+#include "expnet/system/system.h"
+
+ModelForm::ModelForm(const QString& device, int threads, QWidget* owner) : QGroupBox(QStringLiteral("Model")) {
+  auto* form = new QFormLayout(this);
+  config_ = new QComboBox;
+  config_->setEditable(true);
+  config_->addItem(QString());
+  for (const auto& name : expnet::model_preset_names()) config_->addItem(QString::fromStdString(name));
+  config_->lineEdit()->setPlaceholderText(QStringLiteral("preset (official, small, tiny, demo) or config .json"));
+  config_->setToolTip(QStringLiteral("Preset name or model config JSON; empty = read from one of our checkpoints"));
+  checkpoint_ = new QLineEdit;
+  checkpoint_->setPlaceholderText(QStringLiteral("checkpoint .pth"));
+  vocab_ = new QLineEdit;
+  vocab_->setPlaceholderText(QStringLiteral("vocabulary .pickle or .json (empty = from our checkpoint)"));
+  form->addRow(QStringLiteral("Config:"),
+               (new BrowseButton(config_, QStringLiteral("Choose a model config JSON"), QStringLiteral("Model config (*.json)")))->row());
+  form->addRow(QStringLiteral("Checkpoint:"), (new BrowseButton(checkpoint_, QStringLiteral("Choose a checkpoint"),
+                                                                QStringLiteral("Checkpoints (*.pth *.pt);;All files (*)")))
+                                                  ->row());
+  form->addRow(QStringLiteral("Vocabulary:"), (new BrowseButton(vocab_, QStringLiteral("Choose a vocabulary"),
+                                                                QStringLiteral("Vocabulary (*.pickle *.pkl *.json)")))
+                                                  ->row());
+  // Runtime: starts as the command line set it (--device, --threads); used by the next load.
+  device_ = new QComboBox;
+  device_->setObjectName(QStringLiteral("device"));
+  device_->setEditable(true);
+  device_->addItems({QStringLiteral("cpu"), QStringLiteral("cuda"), QStringLiteral("cuda:0")});
+  device_->setCurrentText(device);
+  device_->setToolTip(QStringLiteral("Device for the next Load model: cpu, cuda or cuda:N"));
+  threads_ = new QSpinBox;
+  threads_->setObjectName(QStringLiteral("threads"));
+  threads_->setRange(0, std::max(1, expnet::hardware_threads()));
+  threads_->setSpecialValueText(QStringLiteral("all cores"));
+  threads_->setValue(threads);
+  threads_->setToolTip(QStringLiteral("CPU threads for the model (all pages), applied at the next Load model"));
+  auto* runtimeRow = new QHBoxLayout;
+  runtimeRow->addWidget(device_, 1);
+  runtimeRow->addWidget(new QLabel(QStringLiteral("Threads:")));
+  runtimeRow->addWidget(threads_);
+  form->addRow(QStringLiteral("Device:"), runtimeRow);
+
+  loadButton_ = new ActionButton(QStringLiteral("Load model"), QKeySequence(Qt::CTRL | Qt::Key_L),
+                                 QStringLiteral("Load the checkpoint, vocabulary and config above"), owner);
+  connect(loadButton_, &QPushButton::clicked, this, [this] { emit loadRequested(request()); });
+  auto* demo = new ActionButton(QStringLiteral("Demo model"), QKeySequence(Qt::CTRL | Qt::Key_D),
+                                QStringLiteral("Load the built-in demo model (trained on the shapes set by the "
+                                               "shapes-demo recipe; README: how it was made)"),
+                                owner);
+  demo->setObjectName(QStringLiteral("demoModel"));
+  if (!expnet::demo_model_available()) {
+    demo->setEnabled(false);
+    demo->setToolTip(QStringLiteral("The demo model file was not found: reinstall, or set EXPNET_RESOURCES"));
+  }
+  connect(demo, &QPushButton::clicked, this, [this] {
+    ModelRequest demoRequest;
+    demoRequest.model = QStringLiteral("demo");
+    emit loadRequested(demoRequest);
+  });
+  busy_ = new QProgressBar;
+  busy_->setRange(0, 0);  // indeterminate: loading has no measurable steps
+  busy_->setMaximumWidth(140);
+  busy_->setTextVisible(false);
+  busy_->hide();
+  status_ = new QLabel;
+  status_->setWordWrap(true);
+  status_->setTextInteractionFlags(Qt::TextSelectableByMouse);
+  auto* row = new QHBoxLayout;
+  row->addWidget(loadButton_);
+  row->addWidget(demo);
+  row->addWidget(busy_);
+  row->addWidget(status_, 1);
+  form->addRow(row);
+}
+
+ModelRequest ModelForm::request() const {
+  ModelRequest request;
+  request.model = config_->currentText().trimmed();
+  request.checkpoint = checkpoint_->text().trimmed();
+  request.vocab = vocab_->text().trimmed();
+  request.device = device_->currentText().trimmed();
+  request.threads = threads_->value();
+  return request;
+}
+
+void ModelForm::showRequest(const ModelRequest& request) {
+  checkpoint_->setText(request.checkpoint);
+  vocab_->setText(request.vocab);
+  config_->setCurrentText(request.model);
+}
+
+void ModelForm::setLoading(bool loading) {
+  busy_->setVisible(loading);
+  loadButton_->setEnabled(!loading);
+}
+
+void ModelForm::showLoading() {
+  setLoading(true);
+  status_->setText(QStringLiteral("Loading…"));
+}
+
+void ModelForm::showLoaded(const QString& name, double loadMs) {
+  setLoading(false);
+  status_->setText(QStringLiteral("Loaded <b>%1</b> in %2 ms").arg(name.toHtmlEscaped()).arg(loadMs, 0, 'f', 0));
+}
+
+void ModelForm::showFailed(const QString& error) {
+  setLoading(false);
+  status_->setText(
+      QStringLiteral("<span style='color:%1'>%2</span>").arg(Theme::css(Theme::current().errorText()), error.toHtmlEscaped()));
+}
+
+void ModelForm::showNoModel() {
+  setLoading(false);
+  status_->setText(QStringLiteral("No model loaded"));
+}
+
+void ModelForm::restoreFields(const QSettings& settings) {
+  config_->setCurrentText(settings.value(QStringLiteral("model")).toString());
+  checkpoint_->setText(settings.value(QStringLiteral("checkpoint")).toString());
+  vocab_->setText(settings.value(QStringLiteral("vocab")).toString());
+}
+
+void ModelForm::saveFields(QSettings& settings) const {
+  settings.setValue(QStringLiteral("model"), config_->currentText());
+  settings.setValue(QStringLiteral("checkpoint"), checkpoint_->text());
+  settings.setValue(QStringLiteral("vocab"), vocab_->text());
+}

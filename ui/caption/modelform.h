@@ -1,0 +1,49 @@
+// The Caption page's "Model" box: config (preset or JSON), checkpoint,
+// vocabulary, device and threads, Load model and Demo model, and the load's
+// state (busy bar, "Loaded ... in N ms" or the error).
+#pragma once
+
+#include <QGroupBox>
+
+#include "caption/captionworker.h"
+
+class QComboBox;
+class QLabel;
+class QLineEdit;
+class QProgressBar;
+class QSettings;
+class QSpinBox;
+class ActionButton;
+
+class ModelForm : public QGroupBox {
+  Q_OBJECT
+ public:
+  ModelForm(const QString& device, int threads, QWidget* owner);
+
+  // What the fields say, with the device and threads to load it on.
+  ModelRequest request() const;
+  // Shows the files of a request being loaded in the fields.
+  void showRequest(const ModelRequest& request);
+  void showLoading();
+  void showLoaded(const QString& name, double loadMs);
+  void showFailed(const QString& error);
+  void showNoModel();
+
+  void restoreFields(const QSettings& settings);
+  void saveFields(QSettings& settings) const;
+
+ signals:
+  void loadRequested(const ModelRequest& request);
+
+ private:
+  void setLoading(bool loading);
+
+  QComboBox* config_;
+  QLineEdit* checkpoint_;
+  QLineEdit* vocab_;
+  QComboBox* device_;
+  QSpinBox* threads_;
+  ActionButton* loadButton_;
+  QProgressBar* busy_;
+  QLabel* status_;
+};

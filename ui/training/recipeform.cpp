@@ -1,0 +1,329 @@
+#include "training/recipeform.h"
+
+#include <QComboBox>
+#include <QFile>
+#include <QFileDialog>
+#include <QFileInfo>
+#include <QFormLayout>
+#include <QGroupBox>
+#include <QHBoxLayout>
+#include <QHeaderView>
+#include <QJsonDocument>
+#include <QLineEdit>
+#include <QPushButton>
+#include <QSpinBox>
+#include <QTableWidget>
+#include <QVBoxLayout>
+
+#include <climits>
+
+#include "common/actionbutton.h"
+#include "common/browsebutton.h"
+#include "common/formfields.h"
+#include "expnet/model/model_config.h"
+#include "expnet/system/atomic_file.h"
+#include "expnet/train/trainer.h"
+
+namespace {
+// The stage fields of docs/training.md, in the order the table shows them.
+enum class FieldType { Text, Integer, Real };
+struct StageField {
+  const char* key;
+  FieldType type;
+  const char* tip;
+};
+const StageField kStageFields[] = {
+    {"name", FieldType::Text, "Stage name, shown in the log and the charts"},
+    {"objective", FieldType::Text, "xe (cross-entropy with label smoothing) or scst (self-critical, CIDEr-D reward)"},
+    {"backbone", FieldType::Text, "frozen (features extracted once, cached) or train (end to end)"},
+    {"epochs", FieldType::Integer, "Epochs of this stage"},
+    {"batch", FieldType::Integer, "Micro-batch: caption pairs (or images, see batch_unit) for xe, images for scst"},
+    {"batch_unit", FieldType::Text, "xe: caption (pairs, the reference) or image (each image with all its captions: "
+                                    "the backbone runs once per image)"},
+    {"accumulate", FieldType::Integer, "Micro-batches per optimizer step (losses summed)"},
+    {"lr", FieldType::Real, "Peak learning rate (RAdam)"},
+    {"schedule", FieldType::Text, "reference (paper warm-up and annealing), linear (linear warm-up) or fixed"},
+    {"warmup", FieldType::Integer, "Warm-up iterations (micro-batches)"},
+    {"anneal_factor", FieldType::Real, "Learning rate multiplied by this every anneal_every epochs"},
+    {"anneal_every", FieldType::Integer, "Epochs between annealing steps"},
+    {"clip", FieldType::Real, "Max gradient norm; 0 = no clipping"},
+    {"dropout", FieldType::Real, "All captioner dropouts"},
+    {"drop_path", FieldType::Real, "Swin drop-path (end-to-end stages only)"},
+    {"max_batches_per_epoch", FieldType::Integer, "Cap on micro-batches per epoch; 0 = the whole epoch (quick runs)"},
+};
+constexpr int kStageFieldCount = int(sizeof kStageFields / sizeof kStageFields[0]);
+const char* kFromConfig = "(the config's own)";
+
+QString jsonCell(const QJsonValue& v) {
+  if (v.isString()) return v.toString();
+  if (v.isDouble()) return QString::number(v.toDouble(), 'g', 10);
+  return {};
+}
+
+QTableWidgetItem* stageCell(int field, const QString& text) {
+  auto* item = new QTableWidgetItem(text);
+  item->setToolTip(QString::fromLatin1(kStageFields[field].tip));
+  return item;
+}
+
+// A form row: the field stretched, `extra` buttons after it.
+QHBoxLayout* fieldRow(QWidget* field, std::initializer_list<QWidget*> extra) {
+  auto* row = new QHBoxLayout;
+  row->addWidget(field, 1);
+  for (QWidget* w : extra) row->addWidget(w);
+  return row;
+}
+}  // namespace
+
+RecipeForm::RecipeForm() {
+  auto* column = new QVBoxLayout(this);
+  column->setContentsMargins(0, 0, 0, 0);
+  auto* recipe = new QGroupBox(QStringLiteral("Recipe"));
+  auto* form = new QFormLayout(recipe);
+  form->setFieldGrowthPolicy(QFormLayout::AllNonFixedFieldsGrow);
+  preset_ = new QComboBox;
+  preset_->setObjectName(QStringLiteral("preset"));
+  preset_->setToolTip(QStringLiteral("Built-in recipe that fills the form: shapes-demo (small model, generated shapes "
+                                     "dataset, minutes on a CPU) or paper (stages A-D of ExpansionNet v2 on COCO)"));
+  for (const auto& name : expnet::train_preset_names()) preset_->addItem(QString::fromStdString(name));
+  preset_->setCurrentText(QStringLiteral("shapes-demo"));
+  connect(preset_, &QComboBox::textActivated, this, &RecipeForm::applyPreset);
+  form->addRow(QStringLiteral("Preset"),
+               fieldRow(preset_, {commandButton(QStringLiteral("Load…"),
+                                                QStringLiteral("Fill the form from a training config JSON (docs/training.md)"),
+                                                this, &RecipeForm::loadConfigFile),
+                                  commandButton(QStringLiteral("Save…"),
+                                                QStringLiteral("Save the form as a training config JSON for `expnet train --config`"),
+                                                this, &RecipeForm::saveConfigFile)}));
+  name_ = new QLineEdit;
+  name_->setObjectName(QStringLiteral("runName"));
+  name_->setToolTip(QStringLiteral("Run name in the run store (unique per store)"));
+  form->addRow(QStringLiteral("Run name"), name_);
+  dataset_ = new QLineEdit;
+  dataset_->setObjectName(QStringLiteral("dataset"));
+  dataset_->setToolTip(QStringLiteral("Dataset file (COCO/Karpathy JSON, CSV, JSON Lines; docs/datasets.md), or "
+                                      "'shapes' for the generated shapes set (written into the output folder)"));
+  form->addRow(QStringLiteral("Dataset"), (new BrowseButton(dataset_, QStringLiteral("Dataset"),
+                                                            QStringLiteral("Datasets (*.json *.jsonl *.csv);;All files (*)")))
+                                              ->row());
+  shapesImages_ = integerField(QStringLiteral("shapesImages"), 10, 1000000, 1500, {},
+                               QStringLiteral("Images generated for the 'shapes' dataset"));
+  form->addRow(QStringLiteral("Shapes images"), shapesImages_);
+  model_ = new QComboBox;
+  model_->setObjectName(QStringLiteral("model"));
+  model_->addItem(QString::fromLatin1(kFromConfig));
+  for (const auto& name : expnet::model_preset_names()) model_->addItem(QString::fromStdString(name));
+  model_->setToolTip(QStringLiteral("Model preset (docs/model.md), or the model object of the preset / loaded config"));
+  form->addRow(QStringLiteral("Model"), model_);
+  seed_ = integerField(QString(), 0, INT_MAX, 1, {},
+                       QStringLiteral("Seed of initialisation, dropout, sampling and loader shuffling"));
+  form->addRow(QStringLiteral("Seed"), seed_);
+  validationImages_ = integerField(QString(), 1, 1000000, 100, {},
+                                   QStringLiteral("Validation images scored (CIDEr-D, BLEU) after every epoch"));
+  form->addRow(QStringLiteral("Validation images"), validationImages_);
+  threads_ = integerField(QStringLiteral("threads"), 0, 256, 0, QStringLiteral("all cores"),
+                          QStringLiteral("CPU threads of the trainer process (--threads)"));
+  form->addRow(QStringLiteral("Threads"), threads_);
+  column->addWidget(recipe);
+  column->addWidget(buildStagesBox(), 1);
+}
+
+QWidget* RecipeForm::buildStagesBox() {
+  auto* box = new QGroupBox(QStringLiteral("Stages"));
+  auto* layout = new QVBoxLayout(box);
+  stages_ = new QTableWidget(kStageFieldCount, 0);
+  stages_->setObjectName(QStringLiteral("stages"));
+  stages_->setToolTip(QStringLiteral("One column per stage, run left to right; each gets a fresh RAdam and schedule"));
+  for (int r = 0; r < kStageFieldCount; ++r) stages_->setVerticalHeaderItem(r, stageCell(r, QString::fromLatin1(kStageFields[r].key)));
+  stages_->verticalHeader()->setDefaultSectionSize(22);
+  stages_->horizontalHeader()->setDefaultSectionSize(78);
+  stages_->setMinimumHeight(22 * kStageFieldCount + 30);
+  layout->addWidget(stages_, 1);
+  auto* row = new QHBoxLayout;
+  row->addWidget(commandButton(QStringLiteral("Add stage"), QStringLiteral("Append a stage (a copy of the last one)"),
+                               this, &RecipeForm::addStage));
+  row->addWidget(commandButton(QStringLiteral("Remove stage"), QStringLiteral("Remove the selected stage (column)"),
+                               this, &RecipeForm::removeStage));
+  row->addStretch(1);
+  layout->addLayout(row);
+  return box;
+}
+
+void RecipeForm::applyPreset(const QString& name) {
+  try {
+    const auto config = expnet::train_preset(name.toStdString());
+    setConfigJson(QByteArray::fromStdString(config.to_json()));
+    if (preset_->currentText() != name) preset_->setCurrentText(name);
+    emit message(name == QStringLiteral("paper") ? QStringLiteral("The paper recipe needs the COCO Karpathy file: set Dataset.")
+                                                 : QString(),
+                 false);
+  } catch (const std::exception& e) {
+    emit message(QString::fromStdString(e.what()), true);
+  }
+}
+
+bool RecipeForm::setConfigJson(const QByteArray& json, QString* error) {
+  QJsonParseError parseError;
+  const QJsonObject config = QJsonDocument::fromJson(json, &parseError).object();
+  if (parseError.error != QJsonParseError::NoError || config.isEmpty()) {
+    const QString why = QStringLiteral("not a training config: %1").arg(parseError.errorString());
+    if (error) *error = why;
+    emit message(why, true);
+    return false;
+  }
+  baseConfig_ = config;
+  name_->setText(config.value(QStringLiteral("name")).toString(QStringLiteral("run")));
+  dataset_->setText(config.value(QStringLiteral("dataset")).toString(QStringLiteral("shapes")));
+  shapesImages_->setValue(config.value(QStringLiteral("shapes_images")).toInt(1500));
+  const QJsonValue model = config.value(QStringLiteral("model"));
+  model_->setCurrentText(model.isString() ? model.toString() : QString::fromLatin1(kFromConfig));
+  seed_->setValue(config.value(QStringLiteral("seed")).toInt(1));
+  validationImages_->setValue(config.value(QStringLiteral("validation_images")).toInt(100));
+  fillStages(config.value(QStringLiteral("stages")).toArray());
+  return true;
+}
+
+void RecipeForm::fillStages(const QJsonArray& stages) {
+  stages_->setColumnCount(int(stages.size()));
+  for (int c = 0; c < stages.size(); ++c) {
+    const QJsonObject stage = stages.at(c).toObject();
+    for (int r = 0; r < kStageFieldCount; ++r)
+      stages_->setItem(r, c, stageCell(r, jsonCell(stage.value(QString::fromLatin1(kStageFields[r].key)))));
+  }
+  renumberStages();
+}
+
+QJsonArray RecipeForm::stages(QString* error) const {
+  QJsonArray out;
+  for (int c = 0; c < stages_->columnCount(); ++c) {
+    QJsonObject stage;
+    for (int r = 0; r < kStageFieldCount; ++r) {
+      const auto& field = kStageFields[r];
+      const QString text = stages_->item(r, c) ? stages_->item(r, c)->text().trimmed() : QString();
+      if (text.isEmpty()) continue;  // the engine's default
+      bool ok = true;
+      QJsonValue value;
+      if (field.type == FieldType::Integer)
+        value = qint64(text.toLongLong(&ok));
+      else if (field.type == FieldType::Real)
+        value = text.toDouble(&ok);
+      else
+        value = text;
+      if (!ok) {
+        *error = QStringLiteral("stage %1, %2: '%3' is not a number").arg(c + 1).arg(QString::fromLatin1(field.key), text);
+        return {};
+      }
+      stage.insert(QString::fromLatin1(field.key), value);
+    }
+    out << stage;
+  }
+  return out;
+}
+
+QJsonObject RecipeForm::config(QString* error) const {
+  QJsonObject config = baseConfig_;
+  config.insert(QStringLiteral("name"), name_->text().trimmed());
+  config.insert(QStringLiteral("dataset"), dataset_->text().trimmed());
+  config.insert(QStringLiteral("shapes_images"), shapesImages_->value());
+  if (model_->currentText() != QString::fromLatin1(kFromConfig)) config.insert(QStringLiteral("model"), model_->currentText());
+  config.insert(QStringLiteral("seed"), seed_->value());
+  config.insert(QStringLiteral("validation_images"), validationImages_->value());
+  QString stageError;
+  const QJsonArray stageList = stages(&stageError);
+  if (!stageError.isEmpty()) {
+    *error = stageError;
+    return {};
+  }
+  config.insert(QStringLiteral("stages"), stageList);
+  if (name_->text().trimmed().isEmpty()) {
+    *error = QStringLiteral("give the run a name");
+    return {};
+  }
+  // The engine's own parser: the same strict checks and messages as `expnet train`.
+  try {
+    expnet::TrainConfig::from_json(QJsonDocument(config).toJson().toStdString(), "the form");
+  } catch (const std::exception& e) {
+    *error = QString::fromStdString(e.what());
+    return {};
+  }
+  return config;
+}
+
+void RecipeForm::addStage() {
+  const int c = stages_->columnCount();
+  stages_->insertColumn(c);
+  for (int r = 0; r < kStageFieldCount; ++r) {
+    const auto* previous = c > 0 ? stages_->item(r, c - 1) : nullptr;
+    stages_->setItem(r, c, stageCell(r, previous ? previous->text() : QString()));
+  }
+  renumberStages();
+}
+
+void RecipeForm::removeStage() {
+  if (stages_->columnCount() <= 1) return;
+  stages_->removeColumn(stages_->currentColumn() >= 0 ? stages_->currentColumn() : stages_->columnCount() - 1);
+  renumberStages();
+}
+
+void RecipeForm::renumberStages() {
+  for (int i = 0; i < stages_->columnCount(); ++i) stages_->setHorizontalHeaderItem(i, new QTableWidgetItem(QString::number(i + 1)));
+}
+
+void RecipeForm::showSource(const QString& source) {
+  preset_->setCurrentIndex(-1);
+  preset_->setPlaceholderText(source);
+}
+
+void RecipeForm::loadConfigFile() {
+  const QString file = QFileDialog::getOpenFileName(this, QStringLiteral("Training config"), folder_ ? folder_() : QString(),
+                                                    QStringLiteral("JSON (*.json);;All files (*)"));
+  if (file.isEmpty()) return;
+  QFile in(file);
+  if (!in.open(QIODevice::ReadOnly)) {
+    emit message(QStringLiteral("cannot read '%1'").arg(file), true);
+    return;
+  }
+  QString error;
+  if (setConfigJson(in.readAll(), &error)) {
+    showSource(QStringLiteral("(from %1)").arg(QFileInfo(file).fileName()));
+    emit message(QStringLiteral("Loaded %1").arg(file), false);
+  }
+}
+
+void RecipeForm::saveConfigFile() {
+  QString error;
+  const QJsonObject form = config(&error);
+  if (!error.isEmpty()) {
+    emit message(error, true);
+    return;
+  }
+  const QString file = QFileDialog::getSaveFileName(this, QStringLiteral("Save training config"),
+                                                    name_->text() + QStringLiteral(".json"), QStringLiteral("JSON (*.json)"));
+  if (file.isEmpty()) return;
+  try {
+    expnet::write_file_atomic(file.toStdString(), QJsonDocument(form).toJson().toStdString());
+    emit message(QStringLiteral("Saved %1").arg(file), false);
+  } catch (const std::exception& e) {
+    emit message(QString::fromStdString(e.what()), true);
+  }
+}
+
+QString RecipeForm::preset() const { return preset_->currentText(); }
+void RecipeForm::setPreset(const QString& name) { preset_->setCurrentText(name); }
+QString RecipeForm::runName() const { return name_->text(); }
+int RecipeForm::threads() const { return threads_->value(); }
+void RecipeForm::setThreads(int threads) { threads_->setValue(threads); }
+
+void RecipeForm::setEditable(bool editable) {
+  for (auto* w : std::initializer_list<QWidget*>{preset_, name_, dataset_, shapesImages_, model_, seed_,
+                                                 validationImages_, threads_, stages_})
+    w->setEnabled(editable);
+}
+
+QJsonObject RecipeForm::describe() const {
+  return QJsonObject{{"preset", preset_->currentText()},
+                     {"name", name_->text()},
+                     {"dataset", dataset_->text()},
+                     {"model", model_->currentText()},
+                     {"stages", stages_->columnCount()}};
+}
