@@ -1,3 +1,6 @@
+// LibTorch before Qt: Qt's `slots` macro breaks LibTorch headers included after it.
+#include <torch/torch.h>
+
 #include "attention/tracemaps.h"
 
 #include <opencv2/imgproc.hpp>
