@@ -1,5 +1,5 @@
 // LibTorch before Qt: Qt's `slots` macro breaks LibTorch headers included after it.
-#include <torch/torch.h>
+#include <ATen/core/Tensor.h>
 
 #include "attention/attentionpage.h"
 

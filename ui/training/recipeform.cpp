@@ -22,36 +22,17 @@
 #include "common/formfields.h"
 #include "expnet/model/model_config.h"
 #include "expnet/system/atomic_file.h"
-#include "expnet/train/trainer.h"
+#include "expnet/train/train_config.h"
 
 namespace {
-// The stage fields of docs/training.md, in the order the table shows them.
-enum class FieldType { Text, Integer, Real };
-struct StageField {
-  const char* key;
-  FieldType type;
-  const char* tip;
-};
-const StageField kStageFields[] = {
-    {"name", FieldType::Text, "Stage name, shown in the log and the charts"},
-    {"objective", FieldType::Text, "xe (cross-entropy with label smoothing) or scst (self-critical, CIDEr-D reward)"},
-    {"backbone", FieldType::Text, "frozen (features extracted once, cached) or train (end to end)"},
-    {"epochs", FieldType::Integer, "Epochs of this stage"},
-    {"batch", FieldType::Integer, "Micro-batch: caption pairs (or images, see batch_unit) for xe, images for scst"},
-    {"batch_unit", FieldType::Text, "xe: caption (pairs, the reference) or image (each image with all its captions: "
-                                    "the backbone runs once per image)"},
-    {"accumulate", FieldType::Integer, "Micro-batches per optimizer step (losses summed)"},
-    {"lr", FieldType::Real, "Peak learning rate (RAdam)"},
-    {"schedule", FieldType::Text, "reference (paper warm-up and annealing), linear (linear warm-up) or fixed"},
-    {"warmup", FieldType::Integer, "Warm-up iterations (micro-batches)"},
-    {"anneal_factor", FieldType::Real, "Learning rate multiplied by this every anneal_every epochs"},
-    {"anneal_every", FieldType::Integer, "Epochs between annealing steps"},
-    {"clip", FieldType::Real, "Max gradient norm; 0 = no clipping"},
-    {"dropout", FieldType::Real, "All captioner dropouts"},
-    {"drop_path", FieldType::Real, "Swin drop-path (end-to-end stages only)"},
-    {"max_batches_per_epoch", FieldType::Integer, "Cap on micro-batches per epoch; 0 = the whole epoch (quick runs)"},
-};
-constexpr int kStageFieldCount = int(sizeof kStageFields / sizeof kStageFields[0]);
+// The stage keys the table edits, in the order the docs show them: the
+// engine's own field table (expnet/train/train_config.h), so a key added there
+// appears here with its help.
+const std::vector<expnet::ConfigFieldInfo>& stageFields() {
+  static const std::vector<expnet::ConfigFieldInfo> fields = expnet::stage_config_fields();
+  return fields;
+}
+int stageFieldCount() { return int(stageFields().size()); }
 const char* kFromConfig = "(the config's own)";
 
 QString jsonCell(const QJsonValue& v) {
@@ -62,7 +43,7 @@ QString jsonCell(const QJsonValue& v) {
 
 QTableWidgetItem* stageCell(int field, const QString& text) {
   auto* item = new QTableWidgetItem(text);
-  item->setToolTip(QString::fromLatin1(kStageFields[field].tip));
+  item->setToolTip(QString::fromStdString(stageFields()[size_t(field)].help));
   return item;
 }
 
@@ -131,13 +112,13 @@ RecipeForm::RecipeForm() {
 QWidget* RecipeForm::buildStagesBox() {
   auto* box = new QGroupBox(QStringLiteral("Stages"));
   auto* layout = new QVBoxLayout(box);
-  stages_ = new QTableWidget(kStageFieldCount, 0);
+  stages_ = new QTableWidget(stageFieldCount(), 0);
   stages_->setObjectName(QStringLiteral("stages"));
   stages_->setToolTip(QStringLiteral("One column per stage, run left to right; each gets a fresh RAdam and schedule"));
-  for (int r = 0; r < kStageFieldCount; ++r) stages_->setVerticalHeaderItem(r, stageCell(r, QString::fromLatin1(kStageFields[r].key)));
+  for (int r = 0; r < stageFieldCount(); ++r) stages_->setVerticalHeaderItem(r, stageCell(r, QString::fromStdString(stageFields()[size_t(r)].key)));
   stages_->verticalHeader()->setDefaultSectionSize(22);
   stages_->horizontalHeader()->setDefaultSectionSize(78);
-  stages_->setMinimumHeight(22 * kStageFieldCount + 30);
+  stages_->setMinimumHeight(22 * stageFieldCount() + 30);
   layout->addWidget(stages_, 1);
   auto* row = new QHBoxLayout;
   row->addWidget(commandButton(QStringLiteral("Add stage"), QStringLiteral("Append a stage (a copy of the last one)"),
@@ -187,8 +168,8 @@ void RecipeForm::fillStages(const QJsonArray& stages) {
   stages_->setColumnCount(int(stages.size()));
   for (int c = 0; c < stages.size(); ++c) {
     const QJsonObject stage = stages.at(c).toObject();
-    for (int r = 0; r < kStageFieldCount; ++r)
-      stages_->setItem(r, c, stageCell(r, jsonCell(stage.value(QString::fromLatin1(kStageFields[r].key)))));
+    for (int r = 0; r < stageFieldCount(); ++r)
+      stages_->setItem(r, c, stageCell(r, jsonCell(stage.value(QString::fromStdString(stageFields()[size_t(r)].key)))));
   }
   renumberStages();
 }
@@ -197,20 +178,20 @@ QJsonArray RecipeForm::stages(QString* error) const {
   QJsonArray out;
   for (int c = 0; c < stages_->columnCount(); ++c) {
     QJsonObject stage;
-    for (int r = 0; r < kStageFieldCount; ++r) {
-      const auto& field = kStageFields[r];
+    for (int r = 0; r < stageFieldCount(); ++r) {
+      const auto& field = stageFields()[size_t(r)];
       const QString text = stages_->item(r, c) ? stages_->item(r, c)->text().trimmed() : QString();
       if (text.isEmpty()) continue;  // the engine's default
       bool ok = true;
       QJsonValue value;
-      if (field.type == FieldType::Integer)
+      if (field.type == expnet::ConfigFieldType::integer)
         value = qint64(text.toLongLong(&ok));
-      else if (field.type == FieldType::Real)
+      else if (field.type == expnet::ConfigFieldType::real)
         value = text.toDouble(&ok);
       else
         value = text;
       if (!ok) {
-        *error = QStringLiteral("stage %1, %2: '%3' is not a number").arg(c + 1).arg(QString::fromLatin1(field.key), text);
+        *error = QStringLiteral("stage %1, %2: '%3' is not a number").arg(c + 1).arg(QString::fromStdString(field.key), text);
         return {};
       }
       stage.insert(QString::fromLatin1(field.key), value);
@@ -252,7 +233,7 @@ QJsonObject RecipeForm::config(QString* error) const {
 void RecipeForm::addStage() {
   const int c = stages_->columnCount();
   stages_->insertColumn(c);
-  for (int r = 0; r < kStageFieldCount; ++r) {
+  for (int r = 0; r < stageFieldCount(); ++r) {
     const auto* previous = c > 0 ? stages_->item(r, c - 1) : nullptr;
     stages_->setItem(r, c, stageCell(r, previous ? previous->text() : QString()));
   }
