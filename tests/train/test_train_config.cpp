@@ -51,12 +51,14 @@ class TestTrainConfig : public QObject {
   void formFieldsAreTheSerialisedKeys() {
     std::set<std::string> listed, written;
     for (const auto& field : stage_config_fields()) listed.insert(field.key);
-    for (const auto& item : nlohmann::json::parse(StageConfig{}.to_json()).items()) written.insert(item.key());
+    const auto stage_json = nlohmann::json::parse(StageConfig{}.to_json());  // kept alive for items()
+    for (const auto& item : stage_json.items()) written.insert(item.key());
     QVERIFY(listed == written);
     listed.clear();
     written.clear();
     for (const auto& field : train_config_fields()) listed.insert(field.key);
-    for (const auto& item : nlohmann::json::parse(train_preset("paper").to_json()).items()) written.insert(item.key());
+    const auto config_json = nlohmann::json::parse(train_preset("paper").to_json());
+    for (const auto& item : config_json.items()) written.insert(item.key());
     QVERIFY(listed == written);
     for (const auto& field : stage_config_fields()) {
       if (field.key == "batch") QCOMPARE(field.default_json, std::string("48"));
