@@ -95,6 +95,14 @@ Field<Owner> plain(const char* key, T Owner::*member, const char* help) {
           [member](const Owner& owner) { return json(owner.*member); }};
 }
 
+// Older spellings a config may still use for a choice: key, old text, name.
+struct ChoiceAlias {
+  const char* key;
+  const char* old_text;
+  const char* name;
+};
+constexpr ChoiceAlias kChoiceAliases[] = {{"schedule", "linear_warmup", "linear"}};
+
 // A key whose text names one of a few values (an enum, or the backbone's bool).
 template <typename Owner, typename V>
 Field<Owner> choice(const char* key, V Owner::*member, const Names<V>& names, const char* help) {
@@ -103,7 +111,9 @@ Field<Owner> choice(const char* key, V Owner::*member, const Names<V>& names, co
   return {{key, ConfigFieldType::choice, "", help, accepted},
           [member, key, &names](const json* value, Owner& owner, const std::string& source) {
             if (!value) return;
-            const auto text = value_as<std::string>(*value, key, source);
+            auto text = value_as<std::string>(*value, key, source);
+            for (const auto& alias : kChoiceAliases)
+              if (std::string(alias.key) == key && text == alias.old_text) text = alias.name;
             const auto it = std::find_if(names.begin(), names.end(), [&](const auto& e) { return e.second == text; });
             if (it == names.end())
               throw std::runtime_error(source + ": " + key + " must be " + alternatives(names) + ", not '" + text + "'");
