@@ -116,11 +116,13 @@ void run_vocab(const VocabArgs& args) {
 
 struct MakeShapesArgs {
   ShapesOptions shapes;
+  std::string style = "varied";
   bool json = false;
 };
 
 void run_make_shapes(const RuntimeOptions& runtime, const MakeShapesArgs& args) {
   ShapesOptions options = args.shapes;
+  options.style = parse_shapes_style(args.style);
   options.threads = runtime.threads;
   int64_t last_logged = 0;
   std::mutex log_mutex;
@@ -168,6 +170,11 @@ void install_dataset_commands(CLI::App* group) {
     command->add_option("--out", shapes.out_dir, "Folder to write (dataset_coco.json and images/)")->required();
     command->add_option("--images", shapes.images, "Number of images")->capture_default_str()->check(CLI::Range(int64_t(1), int64_t(10000000)));
     command->add_option("--seed", shapes.seed, "Seed: the same seed gives the same files")->capture_default_str();
+    command->add_option("--style", args->style,
+                        "varied: backgrounds of any hue (plain, gradient, texture), shades, rotations, outlines, blur, noise "
+                        "and JPEG artefacts; classic: the first look (white, gray or black backgrounds, fixed proportions)")
+        ->capture_default_str()
+        ->check(CLI::IsMember({"varied", "classic"}));
     command->add_option("--val-fraction", shapes.val_fraction, "Fraction of images in val")->capture_default_str();
     command->add_option("--test-fraction", shapes.test_fraction, "Fraction of images in test")->capture_default_str();
     command->add_flag("--json", args->json, "Print a compact JSON summary");

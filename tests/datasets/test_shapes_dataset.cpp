@@ -5,8 +5,10 @@
 #include <QtTest>
 
 #include <opencv2/imgcodecs.hpp>
+#include <opencv2/imgproc.hpp>
 
 #include <algorithm>
+#include <cmath>
 #include <map>
 #include <regex>
 #include <set>
@@ -38,6 +40,44 @@ bool pixel_is(const std::string& colour, int r, int g, int b) {
 }
 
 std::vector<std::string> words_of(const std::string& caption) { return clean_caption(caption); }
+
+// Hue (degrees), saturation and value of the mean of a 3x3 patch of an RGB image.
+void patch_hsv(const cv::Mat& rgb, int x, int y, double& h, double& s, double& v) {
+  double sum[3] = {0, 0, 0};
+  for (int dy = -1; dy <= 1; ++dy)
+    for (int dx = -1; dx <= 1; ++dx)
+      for (int c = 0; c < 3; ++c) sum[c] += rgb.at<cv::Vec3b>(y + dy, x + dx)[c] / 9.0 / 255.0;
+  const double r = sum[0], g = sum[1], b = sum[2], mx = std::max({r, g, b}), mn = std::min({r, g, b}), d = mx - mn;
+  v = mx;
+  s = mx > 0 ? d / mx : 0;
+  h = d == 0 ? 0 : mx == r ? 60 * std::fmod((g - b) / d + 6, 6) : mx == g ? 60 * ((b - r) / d + 2) : 60 * ((r - g) / d + 4);
+}
+
+// The hue band a person calls by that name, a little wider than the generator's
+// own bands (noise, blur and JPEG move a pixel's hue); independent of its table.
+bool hue_is(const std::string& colour, double h) {
+  if (colour == "red") return h >= 335 || h <= 15;
+  if (colour == "orange") return h >= 15 && h <= 42;
+  if (colour == "yellow") return h >= 42 && h <= 70;
+  if (colour == "green") return h >= 85 && h <= 160;
+  if (colour == "blue") return h >= 195 && h <= 250;
+  if (colour == "purple") return h >= 255 && h <= 300;
+  return false;
+}
+
+// A point well inside the shape: its centre, or for a triangle the centroid of
+// its corners (a flat triangle's centre can sit on its long edge).
+cv::Point inside(const ShapeItem& s) {
+  if (s.shape != "triangle") return {s.x, s.y};
+  const double corners[3] = {-90, 30 + s.form_a, 150 - s.form_b};
+  double x = 0, y = 0;
+  for (const double c : corners) {
+    const double a = (c + s.angle) * M_PI / 180.0;
+    x += (s.x + 1.2 * s.radius * std::cos(a)) / 3;
+    y += (s.y + 1.2 * s.radius * std::sin(a)) / 3;
+  }
+  return {static_cast<int>(std::lround(x)), static_cast<int>(std::lround(y))};
+}
 
 }  // namespace
 
@@ -74,6 +114,7 @@ class TestShapesDataset : public QObject {
     ShapesOptions options;
     options.images = 10;
     options.seed = 11;
+    options.style = ShapesStyle::classic;  // pixel_is knows the classic shades; the varied ones: variedPixelsMatchTheScene
     options.out_dir = dir.toStdString();
     make_shapes_dataset(options);
     const Dataset d = load_dataset(dir.toStdString());
@@ -83,7 +124,7 @@ class TestShapesDataset : public QObject {
     QCOMPARE(d.image_count(Split::Test), size_t(1));
     for (const auto& image : d.images) {
       QCOMPARE(image.captions.size(), size_t(kShapesCaptionsPerImage));
-      const ShapesScene scene = make_shapes_scene(options.seed, image.cocoid);
+      const ShapesScene scene = make_shapes_scene(options.seed, image.cocoid, ShapesStyle::classic);
       QCOMPARE(image.captions[0].raw, scene.captions[0]);
       const cv::Mat bgr = cv::imread(d.image_path(image), cv::IMREAD_COLOR);
       QCOMPARE(bgr.cols, kShapesImageSize);
@@ -209,6 +250,48 @@ class TestShapesDataset : public QObject {
     QCOMPARE(static_cast<int>(structures.size()), shapes_structure_count());
   }
 
+  // The varied look: every shape's pixels still have its colour's hue; the
+  // backgrounds span kinds, hues and brightness; classic and varied share scenes' layout.
+  void variedPixelsMatchTheSceneAndLooksVary() {
+    std::set<std::string> kinds, words;
+    std::set<int> hue_sectors;
+    int dark = 0, light = 0, checked = 0;
+    for (int64_t i = 0; i < 300; ++i) {
+      const ShapesScene scene = make_shapes_scene(21, i);
+      QCOMPARE(scene.style, ShapesStyle::varied);
+      const ShapesScene classic = make_shapes_scene(21, i, ShapesStyle::classic);
+      QCOMPARE(classic.shapes.size(), scene.shapes.size());
+      for (size_t k = 0; k < scene.shapes.size(); ++k) {
+        QCOMPARE(classic.shapes[k].x, scene.shapes[k].x);
+        QCOMPARE(classic.shapes[k].color, scene.shapes[k].color);
+      }
+      const cv::Mat rgb = render_shapes_scene(scene, 21, i);
+      QCOMPARE(rgb.cols, kShapesImageSize);
+      kinds.insert(scene.backdrop.kind);
+      words.insert(scene.background);
+      double h, s, v;
+      patch_hsv(rgb, 2, 2, h, s, v);  // a corner: shapes never reach it
+      dark += v < 0.2;
+      light += v > 0.8;
+      if (s > 0.3) hue_sectors.insert(static_cast<int>(h / 30));
+      for (const auto& shape : scene.shapes) {
+        const cv::Point p = inside(shape);
+        patch_hsv(rgb, p.x, p.y, h, s, v);
+        ++checked;
+        QVERIFY2(hue_is(shape.color, h) && s > 0.3,
+                 qPrintable(QStringLiteral("image %1: %2 %3 at (%4,%5) has hue %6, saturation %7")
+                                .arg(i).arg(QString::fromStdString(shape.color), QString::fromStdString(shape.shape))
+                                .arg(p.x).arg(p.y).arg(h).arg(s)));
+      }
+    }
+    QVERIFY(checked > 500);
+    QCOMPARE(kinds, (std::set<std::string>{"gradient", "plain", "texture"}));
+    QVERIFY2(hue_sectors.size() >= 10, qPrintable(QString::number(hue_sectors.size())));
+    QVERIFY2(dark > 30 && light > 30, qPrintable(QStringLiteral("%1 dark, %2 light").arg(dark).arg(light)));
+    // Background sentences only with a true word; some scenes have none.
+    QVERIFY(words.count("") && words.count("dark") && words.count("light") && words.count("white") && words.count("black"));
+  }
+
   void cliMakeShapes() {
     const QString dir = expnet_test::makeTempDir("shapes_cli");
     const auto r = expnet_test::runProcess(expnet_test::cliPath(), {"dataset", "make-shapes", "--out", dir, "--images", "12", "--seed", "2", "--json"});
@@ -216,6 +299,18 @@ class TestShapesDataset : public QObject {
     QVERIFY2(r.out.contains("\"images\":12"), r.out.constData());
     QVERIFY(QFile::exists(dir + "/dataset_coco.json"));
     QCOMPARE(QDir(dir + "/images").entryList(QDir::Files).size(), 12);
+    QVERIFY(read_all(dir + "/dataset_coco.json").contains("\"style\":\"varied\""));
+    // The old look stays available, the same bytes as the library's classic style.
+    const QString classic = expnet_test::makeTempDir("shapes_cli_classic");
+    const auto c = expnet_test::runProcess(expnet_test::cliPath(), {"dataset", "make-shapes", "--out", classic, "--images", "3", "--seed", "2", "--style", "classic"});
+    QVERIFY2(c.exitCode == 0, c.err.constData());
+    cv::Mat bgr;
+    cv::cvtColor(render_shapes_scene(make_shapes_scene(2, 1, ShapesStyle::classic), 2, 1), bgr, cv::COLOR_RGB2BGR);
+    const cv::Mat written = cv::imread((classic + "/images/shapes_000001.png").toStdString(), cv::IMREAD_COLOR);
+    QCOMPARE(cv::norm(written, bgr, cv::NORM_INF), 0.0);
+    const auto bad = expnet_test::runProcess(expnet_test::cliPath(), {"dataset", "make-shapes", "--out", classic, "--images", "3", "--style", "cartoon"});
+    QVERIFY(bad.exitCode != 0);
+    QVERIFY2(bad.err.contains("cartoon") || bad.out.contains("cartoon"), bad.err.constData());
   }
 };
 

@@ -24,7 +24,8 @@ TrainData load_train_data(const TrainConfig& config, const std::string& out_dir,
       so.out_dir = dir;
       so.images = config.shapes_images;
       so.seed = config.shapes_seed;
-      spdlog::info("generating the shapes dataset ({} images) into {}", so.images, dir);
+      so.style = parse_shapes_style(config.shapes_style);
+      spdlog::info("generating the shapes dataset ({} images, {} style) into {}", so.images, config.shapes_style, dir);
       path = make_shapes_dataset(so).json_path;
     }
   }

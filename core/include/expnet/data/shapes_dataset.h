@@ -1,8 +1,5 @@
-// The built-in demo captioning set: rendered scenes of one to three coloured
-// shapes with five true, pairwise different, spatially worded captions each,
-// written in Karpathy's format. Deterministic for a seed on every platform:
-// std::mt19937_64 (its output is fixed by the standard) with our own integer
-// distributions (std::uniform_int_distribution is not portable). See
+// The built-in demo captioning set written to disk: the scenes of
+// shapes_scene.h drawn by shapes_render.h, in Karpathy's format. See
 // docs/datasets.md ("The shapes set").
 #pragma once
 
@@ -11,42 +8,16 @@
 #include <string>
 #include <vector>
 
-#include <opencv2/core.hpp>
+#include "expnet/data/shapes_render.h"
+#include "expnet/data/shapes_scene.h"
 
 namespace expnet {
-
-inline constexpr int kShapesImageSize = 128;  // pixels, square RGB PNG
-inline constexpr int kShapesCaptionsPerImage = 5;
-
-struct ShapeItem {
-  std::string shape;  // circle, square, triangle, star, diamond
-  std::string color;  // red, green, blue, yellow, orange, purple
-  std::string size;   // small, medium (no size word in captions), large
-  int x = 0, y = 0;   // centre, pixels
-  int radius = 0;     // half the extent, pixels
-};
-
-struct ShapesScene {
-  std::string background;  // white, gray, black
-  std::vector<ShapeItem> shapes;
-  std::vector<std::string> captions;  // kShapesCaptionsPerImage, pairwise different
-  std::vector<int> structures;        // the sentence structure id of each caption
-};
-
-// The scene and captions of image `index` of the set made with `seed`.
-ShapesScene make_shapes_scene(uint64_t seed, int64_t index);
-// Renders a scene (RGB, kShapesImageSize square); the noise comes from the same seed/index.
-cv::Mat render_shapes_scene(const ShapesScene& scene, uint64_t seed, int64_t index);
-// Number of distinct sentence structures the caption writer has.
-int shapes_structure_count();
-// Words the captions use for colours and shapes (for checks).
-const std::vector<std::string>& shapes_colour_words();
-const std::vector<std::string>& shapes_shape_words();
 
 struct ShapesOptions {
   std::string out_dir;
   int64_t images = 1000;
   uint64_t seed = 1;
+  ShapesStyle style = ShapesStyle::varied;
   int threads = 0;  // 0 = all cores
   double val_fraction = 0.1, test_fraction = 0.1;
 };
