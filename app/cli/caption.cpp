@@ -23,7 +23,7 @@ struct CaptionArgs {
   std::string decoder = "incremental";
 };
 
-nlohmann::json to_json(const CaptionedImage& item, bool with_logprobs) {
+nlohmann::json to_json(const CaptionedImage& item, bool with_logprobs, const nlohmann::json& decoding) {
   if (!item.error.empty()) return {{"image", item.image}, {"error", item.error}};
   nlohmann::json captions = nlohmann::json::array();
   for (size_t i = 0; i < item.captions.size(); ++i) {
@@ -34,13 +34,17 @@ nlohmann::json to_json(const CaptionedImage& item, bool with_logprobs) {
   }
   return {{"image", item.image},
           {"captions", captions},
+          {"decoding", decoding},
           {"ms", {{"load", item.ms.load}, {"preprocess", item.ms.preprocess}, {"encode", item.ms.encode}, {"decode", item.ms.decode}}}};
 }
 
 void run(const RuntimeOptions& runtime, const CaptionArgs& args) {
   const auto inputs = expand_image_inputs(args.inputs);
   auto captioner = load_captioner(args.model, runtime);
-  const DecodingOptions options = args.decode.options();
+  const CarriedDecoding& carried = captioner->carried_decoding();
+  const DecodingOptions options = args.decode.options(carried);
+  args.decode.report(carried);
+  const nlohmann::json decoding = args.decode.used_json(captioner->complete(options), carried);
   ImageLoadOptions image_options;
   image_options.apply_exif = !args.no_exif;
   const DecoderKind kind = args.decoder == "full" ? DecoderKind::Full : DecoderKind::Incremental;
@@ -52,7 +56,7 @@ void run(const RuntimeOptions& runtime, const CaptionArgs& args) {
       std::cerr << "error: " << item.image << ": " << item.error << "\n";
     }
     if (args.json) {
-      std::cout << to_json(item, args.decode.token_logprobs).dump() << std::endl;
+      std::cout << to_json(item, args.decode.token_logprobs, decoding).dump() << std::endl;
     } else if (item.error.empty()) {
       std::cout << item.image << "\t" << item.texts.front() << std::endl;
       for (size_t i = 1; i < item.texts.size(); ++i) std::cout << "\t" << item.texts[i] << std::endl;

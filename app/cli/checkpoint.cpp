@@ -14,6 +14,7 @@
 #include "expnet/checkpoint/pth_file.h"
 #include "expnet/checkpoint/state_dict.h"
 #include "expnet/checkpoint/pth_writer.h"
+#include "expnet/decode/carried_decoding.h"
 #include "expnet/model/expansion_net.h"
 #include "expnet/model/model_config.h"
 #include "expnet/checkpoint/vocabulary_file.h"
@@ -22,7 +23,8 @@ namespace expnet::cli {
 namespace {
 
 struct ExportArgs {
-  std::string model, checkpoint, out, vocab;
+  std::string model, checkpoint, out, vocab, decoding;
+  CLI::Option* decoding_flag = nullptr;  // given: replaces (or with '{}' removes) the carried options
 };
 
 using ExpectedShapes = std::map<std::string, std::vector<int64_t>>;
@@ -59,23 +61,33 @@ void require_matching(const ExpectedShapes& expected, const NamedTensors& state,
   if (!missing.empty()) detail += "\n  missing from the checkpoint: " + list(missing);
   if (!unexpected.empty()) detail += "\n  not in the model: " + list(unexpected);
   if (!misshaped.empty()) detail += "\n  mis-shaped: " + list(misshaped);
-  throw std::runtime_error(args.checkpoint + " does not match --model " + args.model +
+  throw std::runtime_error(args.checkpoint + " does not match --model " + (args.model.empty() ? "(its own config)" : args.model) +
                            " (nothing written; pass the config the checkpoint was trained with):" + detail);
 }
 
 void run_export(const ExportArgs& args) {
   CheckpointMetadata metadata;
-  const ModelConfig config = resolve_model_config(args.model);
-  metadata.config_json = config.to_json();
   std::string wrapper;
   NamedTensors state;
+  ModelConfig config;
   {
     PthFile file(args.checkpoint);
     const StateDictRef ref = find_state_dict(file.root(), args.checkpoint);
     wrapper = ref.wrapper;
     for (const auto& [name, info] : ref.entries) state.emplace_back(name, file.tensor(*info));
-    if (args.vocab.empty()) metadata.vocabulary_json = read_metadata(file).vocabulary_json;
+    const StoredMetadata stored = read_metadata(file);
+    if (args.vocab.empty()) metadata.vocabulary_json = stored.vocabulary_json;
+    if (!args.model.empty())
+      config = resolve_model_config(args.model);
+    else if (stored.config_json)
+      config = ModelConfig::from_json(*stored.config_json, args.checkpoint);
+    else
+      throw std::runtime_error(args.checkpoint + " carries no model configuration (the authors' files do not): pass "
+                               "--model PRESET|CONFIG.json (official for rf_model.pth)");
+    // Kept unless --decoding replaces them; checked again by the writer either way.
+    metadata.decoding_json = args.decoding_flag->count() > 0 ? args.decoding : stored.decoding_json;
   }
+  metadata.config_json = config.to_json();
   if (!args.vocab.empty()) metadata.vocabulary_json = load_vocabulary(args.vocab).to_json();
   // The vocabulary's size shapes the embedding and projection; without one
   // (a reference file exported without --vocab) the projection's rows tell it.
@@ -85,8 +97,10 @@ void run_export(const ExportArgs& args) {
     if (vocab_size == 0 && name == "vocab_linear.weight" && tensor.dim() == 2) vocab_size = tensor.size(0);
   require_matching(expected_entries(config, std::max<int64_t>(vocab_size, 1)), state, args);
   save_checkpoint(args.out, state, metadata);
-  spdlog::info("wrote {} ({} tensors from {}{}{})", args.out, state.size(), args.checkpoint,
-               wrapper.empty() ? "" : ", under ", wrapper);
+  const std::string carried =
+      metadata.decoding_json ? CarriedDecoding::from_json(*metadata.decoding_json, args.out).describe() : "";
+  spdlog::info("wrote {} ({} tensors from {}{}{}; decoding options: {})", args.out, state.size(), args.checkpoint,
+               wrapper.empty() ? "" : ", under ", wrapper, carried.empty() ? "none" : carried);
   std::cout << args.out << "\n";
 }
 
@@ -138,6 +152,15 @@ void run_inspect(const InspectArgs& args) {
     std::cout << path << ": " << file.format() << " format, state_dict "
               << (ref.wrapper.empty() ? "at the top level" : "under '" + ref.wrapper + "'") << ", "
               << ref.entries.size() << " tensors\n";
+    std::string carried;
+    try {  // a bad entry is reported here; loading the model refuses it
+      const auto decoding = read_metadata(file).decoding_json;
+      if (decoding) carried = CarriedDecoding::from_json(*decoding, "expnet_decoding").describe();
+    } catch (const std::exception& e) {
+      carried = std::string("INVALID: ") + e.what();
+    }
+    std::cout << "decoding options carried: "
+              << (carried.empty() ? "none (caption and the studio use their defaults)" : carried) << "\n";
     if (file.root().is(pickle::Kind::Dict))
       for (const auto& [k, v] : file.root().entries)
         if (!(k->is(pickle::Kind::Str) && k->text == ref.wrapper) && !v->is(pickle::Kind::Tensor))
@@ -157,11 +180,16 @@ const bool registered = register_command({"checkpoint", 40, [](CLI::App& root) {
   auto [exporter, export_args] = add_command<ExportArgs>(
       group, "export", "Write our .pth layout (model_state_dict + config + vocabulary) from any checkpoint we can read",
       run_export);
-  exporter->add_option("--model", export_args->model, "Model preset (official, tiny, small) or config JSON file")->required();
+  exporter->add_option("--model", export_args->model,
+                       "Model preset (official, tiny, small) or config JSON file; default: the checkpoint's own (ours)");
   exporter->add_option("--checkpoint", export_args->checkpoint, "Input checkpoint (.pth: reference, Swin or ours)")
       ->required()->check(CLI::ExistingFile);
   exporter->add_option("--out", export_args->out, "Output .pth")->required();
   exporter->add_option("--vocab", export_args->vocab, "Vocabulary (demo_coco_tokens.pickle or our JSON)")->check(CLI::ExistingFile);
+  export_args->decoding_flag = exporter->add_option(
+      "--decoding", export_args->decoding,
+      "Decoding options the output carries, e.g. '{\"beam_size\": 3, \"max_word_run\": 1}'; '{}' removes them; "
+      "default: the input's (docs/decoding.md)");
 
   auto [inspect, inspect_args] = add_command<InspectArgs>(
       group, "inspect", "List the state_dict entries (name, dtype, shape) of a .pth file", run_inspect);

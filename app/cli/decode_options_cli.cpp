@@ -2,12 +2,49 @@
 
 #include <spdlog/spdlog.h>
 
+#include <algorithm>
+
 namespace expnet::cli {
 
-DecodingOptions DecodeArgs::options() const {
+DecodingOptions DecodeArgs::options(const CarriedDecoding& carried) const {
   DecodingOptions o = decoding;
   o.search = search == "greedy" ? SearchKind::Greedy : search == "sample" ? SearchKind::Sampling : SearchKind::Beam;
-  return o;
+  return carried.apply_to(o, given());
+}
+
+std::vector<std::string> DecodeArgs::given() const {
+  std::vector<std::string> keys;
+  for (const auto& [key, flag] : flags)
+    if (flag->count() > 0) keys.push_back(key);
+  return keys;
+}
+
+void DecodeArgs::report(const CarriedDecoding& carried) const {
+  if (carried.empty()) return;
+  const std::vector<std::string> overridden = given();
+  std::string to_override, overrides;
+  for (const auto& [key, flag] : flags) {
+    if (!carried.carries(key)) continue;
+    const bool by_user = std::find(overridden.begin(), overridden.end(), key) != overridden.end();
+    std::string& list = by_user ? overrides : to_override;
+    list += (list.empty() ? "" : ", ") + (by_user ? key + " (" + flag->get_name() + ")" : flag->get_name());
+  }
+  const std::string used = carried.describe(overridden);
+  if (used.empty())
+    spdlog::info("decoding options of the checkpoint ({}) all overridden on the command line", carried.describe());
+  else
+    spdlog::info("decoding options from the checkpoint: {} (override with {}){}", used, to_override,
+                 overrides.empty() ? std::string() : "; overridden on the command line: " + overrides);
+}
+
+nlohmann::json DecodeArgs::used_json(const DecodingOptions& used, const CarriedDecoding& carried) const {
+  nlohmann::json out = nlohmann::json::parse(decoding_options_json(used));
+  nlohmann::json from = nlohmann::json::array();
+  const std::vector<std::string> overridden = given();
+  for (const auto& key : carried.keys)
+    if (std::find(overridden.begin(), overridden.end(), key) == overridden.end()) from.push_back(key);
+  out["from_checkpoint"] = from;
+  return out;
 }
 
 void add_model_options(CLI::App* command, ModelArgs& args) {
@@ -17,21 +54,34 @@ void add_model_options(CLI::App* command, ModelArgs& args) {
 }
 
 void add_decode_options(CLI::App* command, DecodeArgs& args) {
-  command->add_option("--search", args.search, "beam, greedy or sample")->check(CLI::IsMember({"beam", "greedy", "sample"}));
   DecodingOptions& d = args.decoding;
-  command->add_option("--beam", d.beam_size, "Beam size")->check(CLI::PositiveNumber);
-  command->add_option("--n-best", d.num_hypotheses, "Captions per image")->check(CLI::PositiveNumber);
-  command->add_option("--max-len", d.max_length, "Max sequence length counting SOS (default: the model's max_seq_len)");
-  command->add_option("--min-len", d.min_length, "Words before EOS is allowed");
-  command->add_option("--length-penalty", d.length_penalty, "alpha: score = sum log p / length^alpha (1 = reference)");
-  command->add_option("--no-repeat-ngram", d.no_repeat_ngram_size, "Block repeated n-grams of this size (0 = off)");
-  command->add_option("--repetition-penalty", d.repetition_penalty, "Penalise repeated words (1 = off)");
-  command->add_flag("--block-bad-endings", d.block_bad_endings, "No caption ending in a, the, of, on, ...");
-  command->add_option("--temperature", d.sampling_temperature, "Sampling temperature");
-  command->add_option("--top-k", d.sampling_topk, "Sampling: keep the k most likely words (0 = all)");
-  command->add_option("--top-p", d.sampling_topp, "Sampling: nucleus mass (1 = off)");
-  command->add_option("--seed", d.seed, "Sampling seed");
+  auto& f = args.flags;
+  f.emplace_back("search", command->add_option("--search", args.search, "beam, greedy or sample")
+                               ->check(CLI::IsMember({"beam", "greedy", "sample"})));
+  f.emplace_back("beam_size", command->add_option("--beam", d.beam_size, "Beam size")->check(CLI::PositiveNumber));
+  f.emplace_back("num_hypotheses",
+                 command->add_option("--n-best", d.num_hypotheses, "Captions per image")->check(CLI::PositiveNumber));
+  f.emplace_back("max_length", command->add_option("--max-len", d.max_length,
+                                                   "Max sequence length counting SOS (default: the model's max_seq_len)"));
+  f.emplace_back("min_length", command->add_option("--min-len", d.min_length, "Words before EOS is allowed"));
+  f.emplace_back("length_penalty", command->add_option("--length-penalty", d.length_penalty,
+                                                       "alpha: score = sum log p / length^alpha (1 = reference)"));
+  f.emplace_back("no_repeat_ngram_size", command->add_option("--no-repeat-ngram", d.no_repeat_ngram_size,
+                                                             "Block repeated n-grams of this size (0 = off)"));
+  f.emplace_back("max_word_run", command->add_option("--max-word-run", d.max_word_run,
+                                                     "A word at most this many times in a row (0 = off)"));
+  f.emplace_back("repetition_penalty", command->add_option("--repetition-penalty", d.repetition_penalty,
+                                                           "Penalise repeated words (1 = off)"));
+  f.emplace_back("block_bad_endings", command->add_flag("--block-bad-endings", d.block_bad_endings,
+                                                        "No caption ending in a, the, of, on, ... (=false: allow them)"));
+  f.emplace_back("sampling_temperature", command->add_option("--temperature", d.sampling_temperature, "Sampling temperature"));
+  f.emplace_back("sampling_topk", command->add_option("--top-k", d.sampling_topk,
+                                                      "Sampling: keep the k most likely words (0 = all)"));
+  f.emplace_back("sampling_topp", command->add_option("--top-p", d.sampling_topp, "Sampling: nucleus mass (1 = off)"));
+  f.emplace_back("seed", command->add_option("--seed", d.seed, "Sampling seed"));
   command->add_flag("--token-logprobs", args.token_logprobs, "Include per-token log-probs in --json output");
+  command->footer("Decoding options a checkpoint of ours carries (expnet checkpoint inspect shows them) apply unless "
+                  "the flag is given.");
 }
 
 std::unique_ptr<Captioner> load_captioner(const ModelArgs& args, const RuntimeOptions& runtime) {

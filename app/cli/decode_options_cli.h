@@ -3,11 +3,15 @@
 #pragma once
 
 #include <CLI/CLI.hpp>
+#include <nlohmann/json.hpp>
 
 #include <memory>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "expnet/decode/captioner.h"
+#include "expnet/decode/carried_decoding.h"
 #include "expnet/decode/decoding.h"
 #include "expnet/system/system.h"
 
@@ -21,7 +25,19 @@ struct DecodeArgs {
   std::string search = "beam";
   DecodingOptions decoding;     // the other flags write straight into it
   bool token_logprobs = false;  // in --json output
-  DecodingOptions options() const;  // `decoding` with --search applied
+  // Each decoding option's key (carried_decoding.h) and its flag, to tell which were given.
+  std::vector<std::pair<std::string, CLI::Option*>> flags;
+
+  // The options to decode with: the checkpoint's, overridden by every flag given
+  // on the command line (--search applied).
+  DecodingOptions options(const CarriedDecoding& carried = {}) const;
+  // The keys whose flag was given.
+  std::vector<std::string> given() const;
+  // One stderr line naming the options that came from the checkpoint and the
+  // flags that override them; nothing when the checkpoint carries none.
+  void report(const CarriedDecoding& carried) const;
+  // --json's "decoding": every option used and "from_checkpoint": the keys the checkpoint set.
+  nlohmann::json used_json(const DecodingOptions& used, const CarriedDecoding& carried) const;
 };
 
 void add_model_options(CLI::App* command, ModelArgs& args);

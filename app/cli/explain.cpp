@@ -128,7 +128,8 @@ void run(const RuntimeOptions& runtime, const ExplainArgs& args) {
   image_options.apply_exif = !args.no_exif;
   const cv::Mat rgb = load_image_rgb(args.image, image_options);
   auto captioner = load_captioner(args.model, runtime);
-  const auto options = captioner->complete(args.decode.options());
+  const auto options = captioner->complete(args.decode.options(captioner->carried_decoding()));
+  args.decode.report(captioner->carried_decoding());
   const auto input = captioner->preprocess(rgb);
 
   std::vector<int64_t> best;

@@ -17,7 +17,6 @@
 #include "shell/studiopage.h"
 #include "attention/attentionpage.h"
 #include "caption/captionpage.h"
-#include "expnet/model/demo_model.h"
 #include "expnet/system/system.h"
 #include "common/theme.h"
 #include "training/trainingpage.h"
@@ -46,7 +45,7 @@ int main(int argc, char** argv) {
   QCommandLineOption run(QStringLiteral("run"), QStringLiteral("Run folder (or run store file) to follow on the Training page."), QStringLiteral("DIR"));
   QCommandLineOption threads(QStringLiteral("threads"), QStringLiteral("CPU threads (0 = all cores)."), QStringLiteral("N"), QStringLiteral("0"));
   QCommandLineOption device(QStringLiteral("device"), QStringLiteral("cpu, cuda or cuda:N."), QStringLiteral("DEVICE"), QStringLiteral("cpu"));
-  QCommandLineOption model(QStringLiteral("model"), QStringLiteral("Model preset (official, small, tiny, demo) or config JSON to preload; without model options the built-in demo model is loaded."), QStringLiteral("MODEL"));
+  QCommandLineOption model(QStringLiteral("model"), QStringLiteral("Model preset (official, small, tiny, demo) or config JSON to preload; without model options the model loaded last is reloaded (the built-in demo model at first)."), QStringLiteral("MODEL"));
   QCommandLineOption checkpoint(QStringLiteral("checkpoint"), QStringLiteral("Checkpoint .pth to preload on the Caption page."), QStringLiteral("FILE"));
   QCommandLineOption vocab(QStringLiteral("vocab"), QStringLiteral("Vocabulary (.pickle or .json) of the checkpoint."), QStringLiteral("FILE"));
   QCommandLineOption beam(QStringLiteral("beam"), QStringLiteral("Attention page: beam width of the traced caption (1 = greedy)."), QStringLiteral("N"));
@@ -100,10 +99,9 @@ int main(int argc, char** argv) {
     request.checkpoint = parser.value(checkpoint);
     request.vocab = parser.value(vocab);
     captionPage->loadModel(request);  // in the background; --open images wait for it
-  } else if (expnet::demo_model_available()) {
-    ModelRequest request;  // ready to caption from the first start: the built-in demo model
-    request.model = QStringLiteral("demo");
-    captionPage->loadModel(request);
+  } else {
+    // The model loaded last (remembered), else the built-in demo model: ready to caption from the first start.
+    captionPage->loadLastModel();
   }
   if (parser.isSet(open)) captionPage->addPaths(parser.values(open));
   if (parser.isSet(run) && !qobject_cast<TrainingPage*>(window.page(QStringLiteral("training")))->openRun(parser.value(run))) {

@@ -9,6 +9,7 @@
 #include <QJsonArray>
 #include <QJsonDocument>
 #include <QJsonObject>
+#include <QLabel>
 #include <QListView>
 #include <QSettings>
 #include <QSignalSpy>
@@ -27,6 +28,7 @@
 #include "expnet/decode/captioner.h"
 #include "expnet/image/image_decode.h"
 #include "expnet/trace/trace.h"
+#include "support/biased_model.h"
 #include "support/fixtures.h"
 #include "support/studio_screenshot.h"
 #include "support/tiny_reference.h"
@@ -280,6 +282,39 @@ class TestAttentionPage : public QObject {
     QCOMPARE(page.findChild<QComboBox*>("staticDirection")->currentIndex(), 1);
     QCOMPARE(page.findChild<QComboBox*>("dynamicStream")->currentIndex(), 1);
     QSettings().clear();
+  }
+
+  // A checkpoint's decoding options: the Beam field shows its beam with a note, the
+  // traced caption is decoded with all of them (max_word_run 1 against a model that
+  // says "red red red"), and another model's load gives the user's beam back.
+  void checkpointDecodingOptionsApply() {
+    const QString dir = expnet_test::makeTempDir("attention_carried");
+    expnet_test::saveBiasedRedModel(dir + "/carrying.pth", std::string(R"({"beam_size": 2, "max_word_run": 1})"));
+    std::shared_ptr<expnet::Captioner> carrying = expnet::Captioner::load({"", (dir + "/carrying.pth").toStdString(), ""});
+    StudioContext context;
+    AttentionPage page(&context);
+    page.show();
+    QVERIFY(QTest::qWaitForWindowExposed(&page));
+    auto* beam = page.findChild<QSpinBox*>("beam");
+    auto* note = page.findChild<QLabel*>("decodingNote");
+    const int userBeam = beam->value();
+    context.setCaptioner(carrying);
+    context.setModelName("carrying");
+    QCOMPARE(beam->value(), 2);
+    QCOMPARE(note->text(), QString("From the checkpoint: beam_size 2, max_word_run 1"));
+    QSignalSpy ready(&page, &AttentionPage::traceReady);
+    page.openImage(image_);
+    QTRY_VERIFY_WITH_TIMEOUT(ready.count() == 1, kWaitMs);
+    auto options = carrying->complete(carrying->carried_decoding().apply_to({}));
+    const auto engine = carrying->caption_files({image_.toStdString()}, options);
+    QCOMPARE(page.trace()->caption, QString::fromStdString(engine.at(0).texts.at(0)));
+    QVERIFY2(!page.trace()->caption.contains("red red"), qPrintable(page.trace()->caption));
+
+    context.setCaptioner(captioner_);  // the authors' format: it carries nothing
+    context.setModelName("tiny");
+    QCOMPARE(beam->value(), userBeam);
+    QVERIFY(note->text().isEmpty());
+    QTRY_VERIFY_WITH_TIMEOUT(!page.isBusy(), kWaitMs);
   }
 
   void aNewerImageReplacesTheOneBeingTraced() {

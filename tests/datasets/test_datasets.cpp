@@ -32,16 +32,7 @@ std::string write(const QString& dir, const std::string& name, const std::string
   return path;
 }
 
-// Captures the message of the std::runtime_error `body` throws (empty if none).
-template <class F>
-QString error_of(F body) {
-  try {
-    body();
-  } catch (const std::exception& e) {
-    return QString::fromStdString(e.what());
-  }
-  return {};
-}
+using expnet_test::errorOf;
 
 const char* kKarpathy = R"({"images":[
  {"cocoid":11,"filepath":"train2014","filename":"a.jpg","split":"train","sentences":[{"raw":"A dog, on grass.","tokens":["ignored"]},{"raw":"a dog runs"}]},
@@ -83,7 +74,7 @@ class TestDatasets : public QObject {
     QCOMPARE(rows[2].line, size_t(3));
     QCOMPARE(rows[3].line, size_t(5));
     QCOMPARE(rows[3].fields, (std::vector<std::string>{"c.jpg", ""}));
-    const QString error = error_of([] { parse_csv("image,caption\na.jpg,\"never closed\n", "x.csv"); });
+    const QString error = errorOf([] { parse_csv("image,caption\na.jpg,\"never closed\n", "x.csv"); });
     QVERIFY2(error.contains("x.csv:2") && error.contains("never closed"), qPrintable(error));
   }
 
@@ -110,17 +101,17 @@ class TestDatasets : public QObject {
   void karpathyErrorsNameTheFileAndPlace() {
     const QString dir = expnet_test::makeTempDir("karpathy_bad");
     const std::string broken = write(dir, "broken.json", "{\"images\": [\n {\"filename\": \"a.jpg\",\n  \"split\": train}\n]}");
-    QString error = error_of([&] { load_dataset(broken); });
+    QString error = errorOf([&] { load_dataset(broken); });
     QVERIFY2(error.contains("broken.json:3:") && error.contains("not valid JSON"), qPrintable(error));
     const std::string nofile = write(dir, "nofile.json", R"({"images":[{"filename":"a.jpg","split":"train"},{"split":"val"}]})");
-    error = error_of([&] { load_dataset(nofile); });
+    error = errorOf([&] { load_dataset(nofile); });
     QVERIFY2(error.contains("images[1]") && error.contains("filename"), qPrintable(error));
     const std::string badsplit = write(dir, "badsplit.json", R"({"images":[{"filename":"a.jpg","split":"holdout"}]})");
-    error = error_of([&] { load_dataset(badsplit); });
+    error = errorOf([&] { load_dataset(badsplit); });
     QVERIFY2(error.contains("holdout") && error.contains("restval"), qPrintable(error));
-    error = error_of([&] { load_dataset(dir.toStdString() + "/missing.json"); });
+    error = errorOf([&] { load_dataset(dir.toStdString() + "/missing.json"); });
     QVERIFY2(error.contains("does not exist"), qPrintable(error));
-    error = error_of([&] { load_dataset(write(dir, "other.json", "[1,2]")); });
+    error = errorOf([&] { load_dataset(write(dir, "other.json", "[1,2]")); });
     QVERIFY2(error.contains("\"images\""), qPrintable(error));
   }
 
@@ -145,7 +136,7 @@ class TestDatasets : public QObject {
     QCOMPARE(QString::fromStdString(d.image_path(d.images[1])), dir + "/val2014/COCO_val2014_000000000007.jpg");
     const std::string bad = write(dir, "captions_train2014.json", R"({"images":[{"id":1,"file_name":"x.jpg"}],
       "annotations":[{"image_id":99,"caption":"x"}]})");
-    const QString error = error_of([&] { load_dataset(bad); });
+    const QString error = errorOf([&] { load_dataset(bad); });
     QVERIFY2(error.contains("annotations[0]") && error.contains("99"), qPrintable(error));
   }
 
@@ -170,13 +161,13 @@ class TestDatasets : public QObject {
     QCOMPARE(d.images[2].cocoid, int64_t(3));
     QCOMPARE(QString::fromStdString(d.image_path(d.images[0])), dir + "/photos/a.jpg");
 
-    QString error = error_of([&] { load_dataset(write(dir, "fields.csv", "image,caption\na.jpg,a dog, running\n")); });
+    QString error = errorOf([&] { load_dataset(write(dir, "fields.csv", "image,caption\na.jpg,a dog, running\n")); });
     QVERIFY2(error.contains("fields.csv:2") && error.contains("3 fields"), qPrintable(error));
-    error = error_of([&] { load_dataset(write(dir, "header.csv", "a.jpg,a dog\n")); });
+    error = errorOf([&] { load_dataset(write(dir, "header.csv", "a.jpg,a dog\n")); });
     QVERIFY2(error.contains("header.csv:1") && error.contains("'image'"), qPrintable(error));
-    error = error_of([&] { load_dataset(write(dir, "empty.csv", "image,caption\na.jpg,\n")); });
+    error = errorOf([&] { load_dataset(write(dir, "empty.csv", "image,caption\na.jpg,\n")); });
     QVERIFY2(error.contains("empty.csv:2") && error.contains("empty"), qPrintable(error));
-    error = error_of([&] { load_dataset(write(dir, "conflict.csv", "image,caption,split\na.jpg,x,train\na.jpg,y,test\n")); });
+    error = errorOf([&] { load_dataset(write(dir, "conflict.csv", "image,caption,split\na.jpg,x,train\na.jpg,y,test\n")); });
     QVERIFY2(error.contains("conflict.csv:3") && error.contains("one split"), qPrintable(error));
   }
 
@@ -193,7 +184,7 @@ class TestDatasets : public QObject {
     QCOMPARE(d.images[0].captions[0].tokens, (std::vector<std::string>{"a", "red", "car"}));
     QCOMPARE(d.images[1].cocoid, int64_t(77));
     QCOMPARE(d.images[1].captions.size(), size_t(2));
-    const QString error = error_of([&] { load_dataset(write(dir, "bad.jsonl", "{\"image\":\"a.jpg\",\"caption\":\"x\"}\n{\"image\":\"b.jpg\"\n")); });
+    const QString error = errorOf([&] { load_dataset(write(dir, "bad.jsonl", "{\"image\":\"a.jpg\",\"caption\":\"x\"}\n{\"image\":\"b.jpg\"\n")); });
     QVERIFY2(error.contains("bad.jsonl:2"), qPrintable(error));
     // --format overrides the extension.
     DatasetLoadOptions options;
@@ -313,13 +304,13 @@ class TestDatasets : public QObject {
     build_dataset_index(good, db);
     Dataset bad = good;
     bad.images.push_back(bad.images.front());  // same cocoid twice
-    const QString error = error_of([&] { build_dataset_index(bad, db); });
+    const QString error = errorOf([&] { build_dataset_index(bad, db); });
     QVERIFY2(error.contains("appears twice"), qPrintable(error));
     QCOMPARE(DatasetIndex(db).query({}).total, int64_t(1));
     QCOMPARE(QDir(dir).entryList(QDir::Files), QStringList{QStringLiteral("index.sqlite")});  // no temp left
     const std::string junk = write(dir, "junk.sqlite", "not a database at all, just text");
-    QVERIFY(!error_of([&] { DatasetIndex index(junk); }).isEmpty());
-    QVERIFY(error_of([&] { DatasetIndex index(dir.toStdString() + "/none.sqlite"); }).contains("expnet dataset index"));
+    QVERIFY(!errorOf([&] { DatasetIndex index(junk); }).isEmpty());
+    QVERIFY(errorOf([&] { DatasetIndex index(dir.toStdString() + "/none.sqlite"); }).contains("expnet dataset index"));
   }
 
   void loaderCaptionWiseCoversEpochsAndRestoresExactly() {
@@ -445,7 +436,7 @@ class TestDatasets : public QObject {
     DataLoader failing(d, vocab, options, [](const std::string& path) -> cv::Mat {
       throw std::runtime_error("cannot decode '" + path + "'");
     });
-    const QString error = error_of([&] { failing.next(); });
+    const QString error = errorOf([&] { failing.next(); });
     QVERIFY2(error.contains("cannot decode") && error.contains("/i"), qPrintable(error));
   }
 

@@ -3,6 +3,7 @@
 // see a bad file fail on its row only, keep the UI responsive, export.
 #include <QClipboard>
 #include <QComboBox>
+#include <QDesktopServices>
 #include <QDir>
 #include <QGuiApplication>
 #include <QPushButton>
@@ -12,9 +13,13 @@
 #include <QJsonArray>
 #include <QJsonDocument>
 #include <QJsonObject>
+#include <QLabel>
+#include <QMenu>
 #include <QMimeData>
+#include <QSettings>
 #include <QSpinBox>
 #include <QTimer>
+#include <QToolButton>
 #include <QUrl>
 #include <QtTest>
 
@@ -22,12 +27,22 @@
 #include "caption/captionmodel.h"
 #include "caption/captionpage.h"
 #include "expnet/decode/captioner.h"
+#include "expnet/text/vocabulary.h"
 #include "support/fixtures.h"
 #include "support/studio_screenshot.h"
 #include "support/tiny_reference.h"
 
 namespace {
 constexpr int kWaitMs = 300000;
+
+// Receives the URLs QDesktopServices would open in the browser.
+class UrlCatcher : public QObject {
+  Q_OBJECT
+ public:
+  QList<QUrl> urls;
+ public slots:
+  void open(const QUrl& url) { urls << url; }
+};
 
 void dropFiles(QWidget& target, const QStringList& paths) {
   QMimeData mime;
@@ -71,6 +86,22 @@ class TestCaptionPage : public QObject {
   std::vector<expnet::CaptionedImage> engineCaptions(const QString& image, const expnet::DecodingOptions& options) const {
     auto captioner = expnet::Captioner::load({model_.toStdString(), checkpoint_.toStdString(), vocab_.toStdString()});
     return captioner->caption_files({image.toStdString()}, options);
+  }
+
+  static ModelRequest demoRequest() {
+    ModelRequest request;
+    request.model = "demo";
+    return request;
+  }
+
+  // A random tiny checkpoint of ours carrying `decoding`, made as a user would: checkpoint init, then export.
+  QString carryingCheckpoint(const QString& dir, const QString& decoding) const {
+    expnet::Vocabulary({"PAD", "SOS", "EOS", "UNK", "a", "red", "circle", "square"}).save_json((dir + "/vocab.json").toStdString());
+    const auto init = expnet_test::runProcess(expnet_test::cliPath(), {"checkpoint", "init", "--model", "tiny", "--vocab",
+                                                                       dir + "/vocab.json", "--out", dir + "/init.pth"});
+    const auto out = expnet_test::runProcess(expnet_test::cliPath(), {"checkpoint", "export", "--checkpoint", dir + "/init.pth",
+                                                                      "--out", dir + "/carrying.pth", "--decoding", decoding});
+    return init.exitCode == 0 && out.exitCode == 0 ? dir + "/carrying.pth" : QString();
   }
 
   bool loadInto(CaptionPage& page) {
@@ -258,6 +289,128 @@ class TestCaptionPage : public QObject {
     int cancelled = 0;
     for (const auto& item : page.model()->items()) cancelled += item.status == CaptionItem::Status::Cancelled;
     QVERIFY(cancelled > 0);
+  }
+
+  // With the demo model a notice beside the captions says it knows only shapes and
+  // how to caption photos; its button opens the authors' page (caught here: nothing
+  // is opened or downloaded). Another model removes it. A checkpoint's decoding
+  // options fill the Decoding box with a note, the user's changes win, and a model
+  // carrying none gives back the fields the user left alone.
+  void demoNoticeAndCheckpointDecodingOptions() {
+    const QString dir = expnet_test::makeTempDir("caption_carried");
+    const QString carrying = carryingCheckpoint(dir, R"({"beam_size": 2, "max_word_run": 1})");
+    QVERIFY(!carrying.isEmpty());
+    StudioContext context;
+    CaptionPage page(&context);
+    page.resize(1000, 700);
+    page.show();
+    auto* notice = page.findChild<QWidget*>("demoNotice");
+    QVERIFY(notice && !notice->isVisible());
+    auto* beam = page.findChild<QSpinBox*>("beam");
+    auto* maxWordRun = page.findChild<QSpinBox*>("maxWordRun");
+    auto* note = page.findChild<QLabel*>("decodingNote");
+    const int userBeam = beam->value();
+    QCOMPARE(maxWordRun->value(), 0);
+    page.findChild<QPushButton*>("demoModel")->click();
+    QTRY_VERIFY_WITH_TIMEOUT(page.modelLoaded() && !page.isBusy(), kWaitMs);
+    QVERIFY(notice->isVisible());
+    const QString text = page.describe().value("demo_notice").toString();
+    for (const char* part : {"only coloured shapes", "rf_model.pth", "demo_coco_tokens.pickle", "jchenghu/ExpansionNet_v2",
+                             "<b>official</b>"})
+      QVERIFY2(text.contains(part), part);
+    UrlCatcher catcher;
+    QDesktopServices::setUrlHandler("https", &catcher, "open");
+    page.findChild<QPushButton*>("openReleasePage")->click();
+    QDesktopServices::unsetUrlHandler("https");
+    QCOMPARE(catcher.urls, QList<QUrl>{QUrl("https://github.com/jchenghu/ExpansionNet_v2")});
+
+    page.loadModel({QString(), carrying, QString()});
+    QTRY_VERIFY_WITH_TIMEOUT(!page.isBusy(), kWaitMs);
+    QVERIFY(context.modelName().contains("carrying.pth"));
+    QVERIFY(!notice->isVisible());
+    QVERIFY(!page.describe().contains("demo_notice"));
+    QCOMPARE(beam->value(), 2);
+    QCOMPARE(maxWordRun->value(), 1);
+    QVERIFY(note->isVisible());
+    QCOMPARE(note->text(), QString("From the checkpoint: beam_size 2, max_word_run 1"));
+
+    // Captioned with them, as the engine captions with the checkpoint's options and the page's n-best.
+    page.addPaths({image_});
+    QTRY_VERIFY_WITH_TIMEOUT(page.model()->rowCount() == 1 && !page.isBusy(), kWaitMs);
+    const CaptionItem& first = page.model()->item(0);
+    QCOMPARE(first.settings.value("beam_size").toInt(), 2);
+    QCOMPARE(first.settings.value("max_word_run").toInt(), 1);
+    QCOMPARE(first.settings.value("from_checkpoint").toArray(), QJsonArray({"beam_size", "max_word_run"}));
+    auto engine = expnet::Captioner::load({"", carrying.toStdString(), ""});
+    expnet::DecodingOptions pageDefaults;
+    pageDefaults.num_hypotheses = 2;  // the page's 3-best, at most the beam
+    const auto expected =
+        engine->caption_files({image_.toStdString()}, engine->carried_decoding().apply_to(pageDefaults));
+    QCOMPARE(first.caption(), QString::fromStdString(expected.at(0).texts.at(0)));
+
+    // The user's change wins, and the note says so.
+    beam->setValue(3);
+    QCOMPARE(note->text(), QString("From the checkpoint: beam_size 2, max_word_run 1 (changed here: beam_size)"));
+    page.addPaths({image_});
+    QTRY_VERIFY_WITH_TIMEOUT(page.model()->rowCount() == 2 && !page.isBusy(), kWaitMs);
+    QCOMPARE(page.model()->item(1).settings.value("beam_size").toInt(), 3);
+    QCOMPARE(page.model()->item(1).settings.value("from_checkpoint").toArray(), QJsonArray({"max_word_run"}));
+
+    // The authors' format carries none: max word run goes back to the user's, the changed beam stays.
+    QVERIFY(loadInto(page));
+    QCOMPARE(maxWordRun->value(), 0);
+    QCOMPARE(beam->value(), 3);
+    QVERIFY(!note->isVisible());
+    QVERIFY(userBeam != 3);
+  }
+
+  // The models loaded last are offered again and the last one is reloaded at start;
+  // when its files are gone, the demo model is loaded and the Model box says why.
+  void recentModelsAndTheLastOneAtStart() {
+    QCoreApplication::setOrganizationName("expnet-test");  // not the user's settings
+    QSettings().clear();
+    const QString dir = expnet_test::makeTempDir("caption_recent");
+    const QString copy = dir + "/copy.pth";
+    QVERIFY(QFile::copy(checkpoint_, copy));
+    {
+      StudioContext context;
+      CaptionPage page(&context);
+      page.loadModel(demoRequest());
+      QTRY_VERIFY_WITH_TIMEOUT(page.modelLoaded() && !page.isBusy(), kWaitMs);
+      page.loadModel({model_, copy, vocab_});
+      QTRY_VERIFY_WITH_TIMEOUT(!page.isBusy(), kWaitMs);
+      QCOMPARE(page.recentModels().models().size(), 2);
+      QCOMPARE(page.recentModels().models().first().checkpoint, copy);
+      page.saveSettings();
+    }
+    {
+      StudioContext context;
+      CaptionPage page(&context);
+      page.restoreSettings();
+      page.loadLastModel();
+      QTRY_VERIFY_WITH_TIMEOUT(page.modelLoaded() && !page.isBusy(), kWaitMs);
+      QVERIFY(context.modelName().contains("copy.pth"));
+      auto* menu = page.findChild<QToolButton*>("recentModels")->menu();
+      emit menu->aboutToShow();
+      QCOMPARE(menu->actions().size(), 2);
+      QVERIFY(menu->actions().at(1)->text().contains("demo"));
+      menu->actions().at(1)->trigger();  // loads the demo model again
+      QTRY_VERIFY_WITH_TIMEOUT(page.modelLoaded() && !page.isBusy(), kWaitMs);
+      QCOMPARE(context.modelName(), QString("built-in demo model"));
+    }
+    QVERIFY(QFile::remove(copy));
+    QSettings().setValue("caption/recent_models", QStringList{QString(R"({"model":"%1","checkpoint":"%2","vocab":"%3"})")
+                                                                  .arg(model_, copy, vocab_)});
+    StudioContext context;
+    CaptionPage page(&context);
+    page.restoreSettings();
+    page.loadLastModel();
+    QTRY_VERIFY_WITH_TIMEOUT(page.modelLoaded() && !page.isBusy(), kWaitMs);
+    QCOMPARE(context.modelName(), QString("built-in demo model"));
+    const QString note = page.describe().value("model_note").toString();
+    QVERIFY2(note.contains(copy + " is gone") && note.contains("demo model is loaded instead"), qPrintable(note));
+    QVERIFY(page.findChild<QWidget*>("demoNotice")->isVisibleTo(&page));
+    QSettings().clear();
   }
 
   void studioScreenshotShowsRealCaptions() {

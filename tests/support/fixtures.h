@@ -1,9 +1,12 @@
-// Locating the shared fixtures and the built programs from tests.
+// Locating the shared fixtures and the built programs from tests, and the
+// error a piece of test code throws.
 #pragma once
 
 #include <QString>
 #include <QStringList>
 #include <QtTest>
+
+#include <exception>
 
 namespace expnet_test {
 
@@ -24,6 +27,17 @@ struct ProcessResult {
   bool finished = false;
 };
 ProcessResult runProcess(const QString& program, const QStringList& args, int timeoutMs = 300000);
+
+// The message of the exception `body` throws (any std::exception), or "" when it throws none.
+template <typename F>
+QString errorOf(F body) {
+  try {
+    body();
+  } catch (const std::exception& e) {
+    return QString::fromStdString(e.what());
+  }
+  return {};
+}
 
 }  // namespace expnet_test
 

@@ -11,6 +11,7 @@
 #include <QGroupBox>
 #include <QHBoxLayout>
 #include <QJsonArray>
+#include <QJsonDocument>
 #include <QKeyEvent>
 #include <QLabel>
 #include <QListView>
@@ -38,6 +39,7 @@
 #include "common/formfields.h"
 #include "common/hintlabel.h"
 #include "common/theme.h"
+#include "expnet/decode/captioner.h"
 #include "expnet/system/atomic_file.h"
 #include "shell/studiocontext.h"
 
@@ -83,6 +85,7 @@ AttentionPage::AttentionPage(StudioContext* context, QWidget* parent)
   layout->addWidget(centre_, 1);
 
   connect(context_, &StudioContext::modelChanged, this, [this] {
+    applyCheckpointOptions();
     if (!path_.isEmpty()) requestTrace();  // a new model: the old trace no longer applies
     updateStatus();
   });
@@ -113,8 +116,15 @@ QWidget* AttentionPage::buildTopBar() {
                        QStringLiteral("Beam width of the search that writes the traced caption (1 = greedy); "
                                       "5 is the Caption page's and `expnet explain`'s default"));
   connect(beam_, &QSpinBox::valueChanged, this, [this] {
+    decodingNote_->setText(carried_.note());
     if (!path_.isEmpty()) retraceTimer_.start();
   });
+  carried_.add(QStringLiteral("beam_size"), [this] { return QJsonValue(beam_->value()); },
+               [this](const QJsonValue& v) { beam_->setValue(v.toInt()); });
+  decodingNote_ = new HintLabel;
+  decodingNote_->setObjectName(QStringLiteral("decodingNote"));
+  decodingNote_->setToolTip(QStringLiteral("The model's checkpoint carries these decoding options: the traced "
+                                           "caption is decoded with them (the Beam field overrides the beam)"));
   saveButton_ = new ActionButton(QStringLiteral("Save PNG…"), QKeySequence::Save,
                                  QStringLiteral("Save the heat map, an expansion map or the whole page as PNG"), this);
   connect(saveButton_, &QPushButton::clicked, this, &AttentionPage::saveDialog);
@@ -138,6 +148,7 @@ QWidget* AttentionPage::buildTopBar() {
   row->addSpacing(12);
   row->addWidget(new HintLabel(QStringLiteral("Beam:")));
   row->addWidget(beam_);
+  row->addWidget(decodingNote_);
   row->addSpacing(12);
   row->addWidget(saveButton_);
   row->addSpacing(12);
@@ -517,6 +528,7 @@ QJsonObject AttentionPage::describe() const {
   out.insert(QStringLiteral("caption"), trace_->caption);
   out.insert(QStringLiteral("words"), words);
   out.insert(QStringLiteral("beam_size"), beam_->value());
+  if (!carried_.carried().isEmpty()) out.insert(QStringLiteral("decoding_note"), carried_.note());
   out.insert(QStringLiteral("selected_word"),
              QJsonObject{{"index", word_}, {"text", trace_->word(word_)}, {"log_prob", trace_->logprobs.value(word_)}});
   out.insert(QStringLiteral("layer"), layerPick_ < 0 ? QJsonValue(QStringLiteral("mean")) : QJsonValue(layerPick_ + 1));
@@ -556,12 +568,19 @@ void AttentionPage::restoreSettings() {
 void AttentionPage::saveSettings() const {
   QSettings s;
   s.beginGroup(QStringLiteral("attention"));
-  s.setValue(QStringLiteral("beam"), beam_->value());
+  s.setValue(QStringLiteral("beam"), carried_.userValue(QStringLiteral("beam_size")).toInt());
   s.setValue(QStringLiteral("opacity"), opacity_->value());
   s.setValue(QStringLiteral("layer"), layerPick_);
   s.setValue(QStringLiteral("head"), headPick_);
   tabs_->save(s);
   s.setValue(QStringLiteral("splitter"), splitter_->saveState());
+}
+
+void AttentionPage::applyCheckpointOptions() {
+  const auto captioner = context_->captioner();
+  const std::string carried = captioner ? captioner->carried_decoding().to_json() : "{}";
+  carried_.apply(QJsonDocument::fromJson(QByteArray::fromStdString(carried)).object());
+  decodingNote_->setText(carried_.note());
 }
 
 ExpansionPlot* AttentionPage::staticPlot() const { return tabs_->staticPlot(); }

@@ -20,6 +20,7 @@
 
 #include "shell/studiopage.h"
 #include "attention/attentiontrace.h"
+#include "common/carriedfields.h"
 
 class QComboBox;
 class QLabel;
@@ -103,6 +104,7 @@ class AttentionPage : public StudioPage {
   void fillSelectors();
   void updateHeatMap();
   void updateStatus();
+  void applyCheckpointOptions();
   void fitCaptionHeight();
   QImage viewImage(View view) const;
 
@@ -126,6 +128,8 @@ class AttentionPage : public StudioPage {
   QComboBox* imageCombo_;
   ActionButton* openButton_;
   QSpinBox* beam_;
+  HintLabel* decodingNote_;  // the decoding options the model's checkpoint carries
+  CarriedFields carried_;    // beam_ under "beam_size"
   ActionButton* saveButton_;
   QProgressBar* busy_;
   QLabel* status_;

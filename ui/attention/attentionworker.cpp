@@ -54,8 +54,10 @@ void AttentionWorker::trace(std::shared_ptr<expnet::Captioner> captioner, const 
     c10::NoGradGuard noGrad;
     const cv::Mat rgb = expnet::load_image_rgb(path.toStdString());
     const at::Tensor input = captioner->preprocess(rgb);
-    // The caption is the best beam hypothesis, as `expnet explain` traces it.
-    expnet::DecodingOptions options;
+    // The caption is the best beam hypothesis, as `expnet explain` traces it, with
+    // the checkpoint's decoding options (n-gram blocking, word runs...) and this beam.
+    expnet::DecodingOptions options = captioner->carried_decoding().apply_to({});
+    options.num_hypotheses = 1;
     options.beam_size = std::max(1, beamSize);
     options.search = options.beam_size > 1 ? expnet::SearchKind::Beam : expnet::SearchKind::Greedy;
     options = captioner->complete(options);

@@ -1,6 +1,8 @@
 #include "caption/captiondetails.h"
 
+#include <QJsonArray>
 #include <QJsonObject>
+#include <QStringList>
 
 #include "common/theme.h"
 
@@ -31,15 +33,22 @@ QString captionDetailsHtml(const CaptionItem& item, const Theme& theme) {
                 .arg(item.ms.value(QStringLiteral("decode")).toDouble(), 0, 'f', 1);
   if (!item.settings.isEmpty()) {
     const auto& s = item.settings;
-    const int noRepeat = s.value(QStringLiteral("no_repeat_ngram_size")).toInt();
+    const auto offOr = [&s](const char* key) {
+      const int value = s.value(QLatin1String(key)).toInt();
+      return value == 0 ? QStringLiteral("off") : QString::number(value);
+    };
     html += QStringLiteral("<p><b>Settings</b>: %1, beam %2, n-best %3, max length %4, length penalty %5, "
-                           "no-repeat n-gram %6</p>")
+                           "no-repeat n-gram %6, max word run %7</p>")
                 .arg(s.value(QStringLiteral("search")).toString())
                 .arg(s.value(QStringLiteral("beam_size")).toInt())
                 .arg(s.value(QStringLiteral("n_best")).toInt())
                 .arg(s.value(QStringLiteral("max_length")).toInt())
                 .arg(s.value(QStringLiteral("length_penalty")).toDouble())
-                .arg(noRepeat == 0 ? QStringLiteral("off") : QString::number(noRepeat));
+                .arg(offOr("no_repeat_ngram_size"), offOr("max_word_run"));
+    QStringList carried;
+    for (const auto& key : s.value(QStringLiteral("from_checkpoint")).toArray()) carried << key.toString();
+    if (!carried.isEmpty())
+      html += QStringLiteral("<p>From the checkpoint: %1</p>").arg(carried.join(QStringLiteral(", ")).toHtmlEscaped());
   }
   return html;
 }

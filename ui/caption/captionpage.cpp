@@ -28,11 +28,14 @@
 #include "caption/captiondetails.h"
 #include "caption/captionmodel.h"
 #include "caption/decodingform.h"
+#include "caption/demonotice.h"
 #include "caption/modelform.h"
 #include "common/actionbutton.h"
+#include "common/formfields.h"
 #include "common/hintlabel.h"
 #include "common/theme.h"
 #include "expnet/image/image_inputs.h"
+#include "expnet/model/demo_model.h"
 #include "shell/studiocontext.h"
 
 namespace {
@@ -76,6 +79,7 @@ CaptionPage::CaptionPage(StudioContext* context, QWidget* parent)
   thread_.start();
 
   modelForm_ = new ModelForm(context_->device(), context_->threads(), this);
+  modelForm_->setRecentModels(&recentModels_);
   connect(modelForm_, &ModelForm::loadRequested, this, &CaptionPage::loadModel);
   decodingForm_ = new DecodingForm;
   auto* top = new QHBoxLayout;
@@ -85,6 +89,9 @@ CaptionPage::CaptionPage(StudioContext* context, QWidget* parent)
   layout->setContentsMargins(12, 12, 12, 8);
   layout->addLayout(top);
   layout->addWidget(buildActions());
+  demoNotice_ = new DemoNotice;
+  demoNotice_->hide();
+  layout->addWidget(demoNotice_);
   layout->addWidget(buildCentre(), 1);
 
   connect(table_->selectionModel(), &QItemSelectionModel::currentRowChanged, this, &CaptionPage::showDetails);
@@ -157,17 +164,9 @@ QWidget* CaptionPage::buildActions() {
   copyButton_ = copy;
   clearButton_ = clear;
 
-  auto* recentButton = new QToolButton;
-  recentButton->setObjectName(QStringLiteral("recent"));
-  recentButton->setText(QStringLiteral("Recent"));
-  recentButton->setToolTip(QStringLiteral("Add again an image or folder added lately"));
-  recentButton->setPopupMode(QToolButton::InstantPopup);
-  recentButton->setMinimumHeight(open->sizeHint().height());
-  auto* recentMenu = new QMenu(recentButton);
-  recentButton->setMenu(recentMenu);
-  connect(recentMenu, &QMenu::aboutToShow, this, [this, recentMenu] {
-    recent_.fillMenu(recentMenu, [this](const QString& path) { addPaths({path}); });
-  });
+  auto* recentButton = menuButton(QStringLiteral("recent"), QStringLiteral("Recent"),
+                                  QStringLiteral("Add again an image or folder added lately"), open->sizeHint().height(),
+                                  [this](QMenu* menu) { recent_.fillMenu(menu, [this](const QString& path) { addPaths({path}); }); });
   exportButton_ = new QToolButton;
   exportButton_->setText(QStringLiteral("Export…"));
   exportButton_->setToolTip(QStringLiteral("Save the captions as CSV, JSON Lines or COCO results JSON (Ctrl+E)"));
@@ -189,6 +188,8 @@ QWidget* CaptionPage::buildActions() {
 
 void CaptionPage::loadModel(const ModelRequest& request) {
   if (loading_) return;
+  requested_ = request;
+  loadNote_.clear();
   modelForm_->showRequest(request);
   const ModelRequest runtime = modelForm_->request();
   ModelRequest withDevice = request;
@@ -208,6 +209,12 @@ void CaptionPage::onModelLoaded(const QString& name, const QJsonObject& details)
   modelName_ = name;
   modelDetails_ = details;
   decodingForm_->setModelMaxLength(details.value(QStringLiteral("max_seq_len")).toInt());
+  decodingForm_->applyCheckpoint(details.value(QStringLiteral("decoding")).toObject());
+  demoNotice_->setVisible(details.value(QStringLiteral("demo")).toBool());
+  recentModels_.add(requested_);
+  // Saved at once (a crash must not forget it), unless the page runs without the user's
+  // settings (--screenshot, tests): then saveSettings() alone writes them.
+  if (settingsRestored_) QSettings().setValue(QStringLiteral("caption/recent_models"), recentModels_.toSettings());
   context_->setModelLoading(false);
   context_->setCaptioner(worker_->captioner());
   context_->setModelName(name);
@@ -215,6 +222,24 @@ void CaptionPage::onModelLoaded(const QString& name, const QJsonObject& details)
   updateState();
   emit modelReady();
   submitQueued();
+}
+
+void CaptionPage::loadLastModel() {
+  QString note;
+  if (!recentModels_.models().isEmpty()) {
+    const ModelRequest last = recentModels_.models().first();
+    const QString missing = RecentModels::missingFile(last);
+    if (missing.isEmpty()) return loadModel(last);
+    note = QStringLiteral("The last model, %1, was not reloaded: %2 is gone").arg(modelDisplayName(last), missing);
+  }
+  if (!expnet::demo_model_available()) {
+    modelError_ = note;
+    return updateState();
+  }
+  ModelRequest demo;
+  demo.model = QStringLiteral("demo");
+  loadModel(demo);
+  if (!note.isEmpty()) loadNote_ = note + QStringLiteral("; the demo model is loaded instead");
 }
 
 void CaptionPage::onModelFailed(const QString& error) {
@@ -361,6 +386,8 @@ void CaptionPage::restoreSettings() {
   s.beginGroup(QStringLiteral("caption"));
   decodingForm_->restore(s);
   recent_.setPaths(s.value(QStringLiteral("recent")).toStringList());
+  recentModels_.fromSettings(s.value(QStringLiteral("recent_models")).toStringList());
+  settingsRestored_ = true;
   if (!modelLoaded() && !loading_) modelForm_->restoreFields(s);
 }
 
@@ -370,6 +397,7 @@ void CaptionPage::saveSettings() const {
   decodingForm_->save(s);
   modelForm_->saveFields(s);
   s.setValue(QStringLiteral("recent"), recent_.paths());
+  s.setValue(QStringLiteral("recent_models"), recentModels_.toSettings());
 }
 
 void CaptionPage::dragEnterEvent(QDragEnterEvent* event) {
@@ -393,7 +421,7 @@ void CaptionPage::updateState() {
   else if (!modelError_.isEmpty())
     modelForm_->showFailed(modelError_);
   else if (modelLoaded())
-    modelForm_->showLoaded(modelName_, modelDetails_.value(QStringLiteral("load_ms")).toDouble());
+    modelForm_->showLoaded(modelName_, modelDetails_.value(QStringLiteral("load_ms")).toDouble(), loadNote_);
   else
     modelForm_->showNoModel();
 
@@ -420,5 +448,8 @@ QJsonObject CaptionPage::describe() const {
   if (modelLoaded()) out.insert(QStringLiteral("model"), modelName_);
   else out.insert(QStringLiteral("message"), QStringLiteral("No model loaded: load a checkpoint, vocabulary and config"));
   if (!modelError_.isEmpty()) out.insert(QStringLiteral("model_error"), modelError_);
+  if (!loadNote_.isEmpty()) out.insert(QStringLiteral("model_note"), loadNote_);
+  if (!demoNotice_->isHidden()) out.insert(QStringLiteral("demo_notice"), demoNotice_->text());
+  if (!decodingForm_->checkpointNote().isEmpty()) out.insert(QStringLiteral("decoding_note"), decodingForm_->checkpointNote());
   return out;
 }

@@ -10,6 +10,7 @@
 #include <QThread>
 
 #include "caption/captionworker.h"
+#include "caption/recentmodels.h"
 #include "common/recentpaths.h"
 #include "shell/studiopage.h"
 
@@ -20,6 +21,7 @@ class QTextBrowser;
 class QToolButton;
 class CaptionModel;
 class DecodingForm;
+class DemoNotice;
 class HintLabel;
 class ModelForm;
 class StudioContext;
@@ -34,6 +36,8 @@ class CaptionPage : public StudioPage {
   bool modelLoaded() const { return !modelName_.isEmpty(); }
   // Files and folders added lately, newest first (also the File > Recent menu).
   const RecentPaths& recent() const { return recent_; }
+  // Models loaded lately, newest first (the Model box's Recent menu; saved at each load).
+  const RecentModels& recentModels() const { return recentModels_; }
 
   QString pageId() const override { return QStringLiteral("caption"); }
   QString title() const override { return QStringLiteral("Caption"); }
@@ -43,6 +47,9 @@ class CaptionPage : public StudioPage {
  public slots:
   // Loads in the worker; the page shows a busy bar and stays responsive.
   void loadModel(const ModelRequest& request);
+  // At start: the model loaded last (restoreSettings() reads the list), or the demo
+  // model when there is none or its files are gone (the Model box says which).
+  void loadLastModel();
   // Files and folders (walked recursively). Captioned as soon as a model is loaded.
   void addPaths(const QStringList& paths);
   void cancel();
@@ -83,10 +90,15 @@ class CaptionPage : public StudioPage {
   QString modelName_;
   QJsonObject modelDetails_;
   QString modelError_;
+  QString loadNote_;        // said with the loaded model: why the last one was not reloaded
+  ModelRequest requested_;  // the model being loaded
+  RecentModels recentModels_;
+  bool settingsRestored_ = false;  // the user's settings are in use (not a screenshot or a test)
   RecentPaths recent_;  // saved with the settings
 
   ModelForm* modelForm_;
   DecodingForm* decodingForm_;
+  DemoNotice* demoNotice_;
   QWidget* cancelButton_;
   QWidget* copyButton_;
   QToolButton* exportButton_;

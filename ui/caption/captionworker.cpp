@@ -5,6 +5,7 @@
 
 #include <QFileInfo>
 #include <QJsonArray>
+#include <QJsonDocument>
 
 #include <c10/core/GradMode.h>
 #include <opencv2/imgproc.hpp>
@@ -12,6 +13,7 @@
 #include <chrono>
 
 #include "expnet/image/image_decode.h"
+#include "expnet/model/demo_model.h"
 #include "expnet/system/system.h"
 
 namespace {
@@ -34,7 +36,17 @@ QImage thumbnailOf(const cv::Mat& rgb) {
   return QImage(small.data, small.cols, small.rows, int(small.step), QImage::Format_RGB888).copy();
 }
 
-QString modelName(const ModelRequest& request) {
+// The built-in demo model: `--model demo` alone, or its file named as the checkpoint.
+bool isDemoModel(const ModelRequest& request) {
+  if (request.model == QStringLiteral("demo") && request.checkpoint.isEmpty()) return true;
+  if (request.checkpoint.isEmpty() || !expnet::demo_model_available()) return false;
+  const QString demo = QFileInfo(QString::fromStdString(expnet::demo_checkpoint_path())).canonicalFilePath();
+  return QFileInfo(request.checkpoint).canonicalFilePath() == demo;
+}
+
+}  // namespace
+
+QString modelDisplayName(const ModelRequest& request) {
   // Captioner::load takes model "demo" without a checkpoint as the bundled file.
   if (request.model == QStringLiteral("demo") && request.checkpoint.isEmpty()) return QStringLiteral("built-in demo model");
   const QString checkpoint =
@@ -42,7 +54,6 @@ QString modelName(const ModelRequest& request) {
   const QString model = request.model.isEmpty() ? QString() : QFileInfo(request.model).fileName();
   return model.isEmpty() ? checkpoint : QStringLiteral("%1 (%2)").arg(checkpoint, model);
 }
-}  // namespace
 
 CaptionWorker::CaptionWorker() = default;
 
@@ -68,9 +79,13 @@ void CaptionWorker::loadModel(const ModelRequest& request) {
                         {"vocabulary_size", qint64(captioner->vocabulary().size())},
                         {"image_size", qint64(config.swin_img_size)},
                         {"max_seq_len", qint64(config.max_seq_len)},
-                        {"load_ms", captioner->load_ms()}};
+                        {"load_ms", captioner->load_ms()},
+                        {"demo", isDemoModel(request)},
+                        {"decoding", QJsonDocument::fromJson(QByteArray::fromStdString(
+                                                                 captioner->carried_decoding().to_json()))
+                                         .object()}};
     captioner_ = std::move(captioner);
-    emit modelLoaded(modelName(request), details);
+    emit modelLoaded(modelDisplayName(request), details);
   } catch (const std::exception& e) {
     emit modelFailed(QString::fromStdString(e.what()));
   }

@@ -21,6 +21,9 @@ struct ModelRequest {
   int threads = -1;  // torch intra-op threads applied before loading; 0 = all cores, -1 = leave as they are
 };
 
+// "built-in demo model", "checkpoint.pth (official)": how the page and the status bar name a model.
+QString modelDisplayName(const ModelRequest& request);
+
 struct CaptionJob {
   int row = 0;
   QString path;

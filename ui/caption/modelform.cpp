@@ -13,6 +13,8 @@
 
 #include "common/actionbutton.h"
 #include "common/browsebutton.h"
+#include "common/formfields.h"
+#include "caption/recentmodels.h"
 #include "common/theme.h"
 #include "expnet/model/demo_model.h"
 #include "expnet/model/model_config.h"
@@ -74,6 +76,12 @@ ModelForm::ModelForm(const QString& device, int threads, QWidget* owner) : QGrou
     demoRequest.model = QStringLiteral("demo");
     emit loadRequested(demoRequest);
   });
+  auto* recentButton = menuButton(
+      QStringLiteral("recentModels"), QStringLiteral("Recent"),
+      QStringLiteral("Load again a model loaded lately (the studio reloads the last one at start)"),
+      loadButton_->sizeHint().height(), [this](QMenu* menu) {
+        if (recent_) recent_->fillMenu(menu, [this](const ModelRequest& request) { emit loadRequested(request); });
+      });
   busy_ = new QProgressBar;
   busy_->setRange(0, 0);  // indeterminate: loading has no measurable steps
   busy_->setMaximumWidth(140);
@@ -85,6 +93,7 @@ ModelForm::ModelForm(const QString& device, int threads, QWidget* owner) : QGrou
   auto* row = new QHBoxLayout;
   row->addWidget(loadButton_);
   row->addWidget(demo);
+  row->addWidget(recentButton);
   row->addWidget(busy_);
   row->addWidget(status_, 1);
   form->addRow(row);
@@ -116,9 +125,12 @@ void ModelForm::showLoading() {
   status_->setText(QStringLiteral("Loading…"));
 }
 
-void ModelForm::showLoaded(const QString& name, double loadMs) {
+void ModelForm::showLoaded(const QString& name, double loadMs, const QString& note) {
   setLoading(false);
-  status_->setText(QStringLiteral("Loaded <b>%1</b> in %2 ms").arg(name.toHtmlEscaped()).arg(loadMs, 0, 'f', 0));
+  QString text = QStringLiteral("Loaded <b>%1</b> in %2 ms").arg(name.toHtmlEscaped()).arg(loadMs, 0, 'f', 0);
+  if (!note.isEmpty())
+    text += QStringLiteral(". <span style='color:%1'>%2</span>").arg(Theme::css(Theme::current().errorText()), note.toHtmlEscaped());
+  status_->setText(text);
 }
 
 void ModelForm::showFailed(const QString& error) {

@@ -1,6 +1,7 @@
 // The Caption page's "Model" box: config (preset or JSON), checkpoint,
-// vocabulary, device and threads, Load model and Demo model, and the load's
-// state (busy bar, "Loaded ... in N ms" or the error).
+// vocabulary, device and threads, Load model, Demo model and Recent (the
+// models loaded lately), and the load's state (busy bar, "Loaded ... in N ms"
+// or the error).
 #pragma once
 
 #include <QGroupBox>
@@ -14,6 +15,7 @@ class QProgressBar;
 class QSettings;
 class QSpinBox;
 class ActionButton;
+class RecentModels;
 
 class ModelForm : public QGroupBox {
   Q_OBJECT
@@ -25,9 +27,13 @@ class ModelForm : public QGroupBox {
   // Shows the files of a request being loaded in the fields.
   void showRequest(const ModelRequest& request);
   void showLoading();
-  void showLoaded(const QString& name, double loadMs);
+  // `note`: said after the load's time (e.g. why the last model was not reloaded).
+  void showLoaded(const QString& name, double loadMs, const QString& note = QString());
   void showFailed(const QString& error);
   void showNoModel();
+
+  // The models the Recent menu offers (owned by the page).
+  void setRecentModels(const RecentModels* recent) { recent_ = recent; }
 
   void restoreFields(const QSettings& settings);
   void saveFields(QSettings& settings) const;
@@ -46,4 +52,5 @@ class ModelForm : public QGroupBox {
   ActionButton* loadButton_;
   QProgressBar* busy_;
   QLabel* status_;
+  const RecentModels* recent_ = nullptr;
 };

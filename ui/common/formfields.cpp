@@ -1,7 +1,9 @@
 #include "common/formfields.h"
 
 #include <QComboBox>
+#include <QMenu>
 #include <QSpinBox>
+#include <QToolButton>
 
 QSpinBox* integerField(const QString& name, int low, int high, int value, const QString& special, const QString& tip) {
   auto* box = new QSpinBox;
@@ -20,4 +22,18 @@ QComboBox* choiceField(const QString& name, const QStringList& items, const QStr
   box->setToolTip(tip);
   box->setSizeAdjustPolicy(QComboBox::AdjustToContents);
   return box;
+}
+
+QToolButton* menuButton(const QString& name, const QString& text, const QString& tip, int height,
+                        const std::function<void(QMenu*)>& fill) {
+  auto* button = new QToolButton;
+  button->setObjectName(name);
+  button->setText(text);
+  button->setToolTip(tip);
+  button->setPopupMode(QToolButton::InstantPopup);
+  button->setMinimumHeight(height);
+  auto* menu = new QMenu(button);
+  button->setMenu(menu);
+  QObject::connect(menu, &QMenu::aboutToShow, button, [menu, fill] { fill(menu); });
+  return button;
 }

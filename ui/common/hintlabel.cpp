@@ -9,8 +9,16 @@ HintLabel::HintLabel(const QString& text, Kind kind, QWidget* parent) : QLabel(t
     return;
   }
   setWordWrap(true);
-  setAlignment(Qt::AlignCenter);
   setTextFormat(Qt::RichText);
+  if (kind == Kind::Notice) {
+    setTextInteractionFlags(Qt::TextSelectableByMouse);
+    setStyleSheet(QStringLiteral("QLabel { color: %1; background: %2; border: 1px solid %3; border-left: 4px solid %4; "
+                                 "border-radius: 4px; padding: 6px 10px; }")
+                      .arg(Theme::css(theme.text()), Theme::css(theme.panelBackground()), Theme::css(theme.panelBorder()),
+                           Theme::css(theme.accent())));
+    return;
+  }
+  setAlignment(Qt::AlignCenter);
   setMargin(40);
   setStyleSheet(QStringLiteral("QLabel { color: %1; border: 2px dashed %2; border-radius: 8px; background: %3; "
                                "font-size: 11pt; }")

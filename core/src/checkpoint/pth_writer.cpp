@@ -13,7 +13,7 @@
 #include "expnet/system/atomic_file.h"
 #include "expnet/checkpoint/pth_file.h"
 #include "expnet/checkpoint/pth_writer.h"
-#include "expnet/checkpoint/pickler.h"
+#include "expnet/decode/carried_decoding.h"
 
 namespace expnet {
 namespace {
@@ -102,12 +102,15 @@ void save_checkpoint(const std::string& path, const NamedTensors& model_state, c
     throw std::runtime_error(path + ": the model config is not valid JSON (" + std::string(e.what()) + ")");
   }
   if (!config.is_object()) throw std::runtime_error(path + ": the model config must be a JSON object");
+  std::optional<CarriedDecoding> decoding;
+  if (metadata.decoding_json) decoding = CarriedDecoding::from_json(*metadata.decoding_json, path + " (decoding options)");
   PthWriter writer;
   auto& arena = writer.arena();
   pickle::Value* root = arena.dict();
   root->dict_set(arena.str("model_state_dict"), writer.ordered_dict(model_state));
   root->dict_set(arena.str("expnet_config"), arena.str(metadata.config_json));
   if (metadata.vocabulary_json) root->dict_set(arena.str("expnet_vocabulary"), arena.str(*metadata.vocabulary_json));
+  if (decoding && !decoding->empty()) root->dict_set(arena.str("expnet_decoding"), arena.str(decoding->to_json()));
   if (metadata.training_state) root->dict_set(arena.str("expnet_training_state"), metadata.training_state(writer));
   writer.write(path, *root);
 }
@@ -117,6 +120,13 @@ StoredMetadata read_metadata(const PthFile& file) {
   const auto& root = file.root();
   if (const auto* v = root.find("expnet_config"); v && v->is(pickle::Kind::Str)) out.config_json = v->text;
   if (const auto* v = root.find("expnet_vocabulary"); v && v->is(pickle::Kind::Str)) out.vocabulary_json = v->text;
+  if (const auto* v = root.find("expnet_decoding")) {
+    if (!v->is(pickle::Kind::Str))
+      throw std::runtime_error(file.path() + ": 'expnet_decoding' is " + pickle::describe(*v, 1) +
+                               ", not the JSON text of decoding options; rewrite it with `expnet checkpoint export "
+                               "--decoding JSON` (docs/checkpoints.md)");
+    out.decoding_json = v->text;
+  }
   return out;
 }
 

@@ -44,6 +44,25 @@ Vocabulary choose_vocabulary(const ModelSource& source, const std::optional<Stor
                                      "demo_coco_tokens.pickle or a vocabulary JSON");
 }
 
+// The options the checkpoint carries, checked against the model they decode.
+CarriedDecoding choose_decoding(const ModelSource& source, const std::optional<StoredMetadata>& stored,
+                                const ModelConfig& config) {
+  if (!stored || !stored->decoding_json) return {};
+  const std::string where = source.checkpoint + " (its decoding options, 'expnet_decoding')";
+  const std::string fix = "; rewrite them with `expnet checkpoint export --checkpoint " + source.checkpoint +
+                          " --out FIXED.pth --decoding JSON` ('{}' removes them)";
+  CarriedDecoding carried;
+  try {
+    carried = CarriedDecoding::from_json(*stored->decoding_json, where);
+  } catch (const std::runtime_error& e) {
+    throw std::runtime_error(e.what() + fix);
+  }
+  if (carried.options.max_length > config.max_seq_len)
+    throw std::runtime_error(where + ": max_length " + std::to_string(carried.options.max_length) +
+                             " exceeds the model's max_seq_len " + std::to_string(config.max_seq_len) + fix);
+  return carried;
+}
+
 }  // namespace
 
 struct Captioner::State {
@@ -89,8 +108,11 @@ std::unique_ptr<Captioner> Captioner::load(const ModelSource& requested) {
     PthFile file(source.checkpoint);
     stored = read_metadata(file);
   }
-  auto captioner = build(choose_config(source, stored), choose_vocabulary(source, stored), source.device,
-                         source.checkpoint, source.init_seed);
+  ModelConfig config = choose_config(source, stored);
+  CarriedDecoding carried = choose_decoding(source, stored, config);
+  auto captioner = build(std::move(config), choose_vocabulary(source, stored), source.device, source.checkpoint,
+                         source.init_seed);
+  captioner->carried_ = std::move(carried);
   captioner->load_ms_ = ms_since(start);  // metadata reading included
   return captioner;
 }

@@ -21,7 +21,7 @@ constexpr float kReferenceDiscard = -999.0f;
 using Prefixes = std::vector<std::vector<int64_t>>;
 
 bool has_rules(const DecodingOptions& o, const SpecialTokens& s) {
-  return o.min_length > 0 || o.no_repeat_ngram_size > 0 || o.repetition_penalty != 1.0 ||
+  return o.min_length > 0 || o.no_repeat_ngram_size > 0 || o.max_word_run > 0 || o.repetition_penalty != 1.0 ||
          (o.block_bad_endings && !s.bad_endings.empty());
 }
 
@@ -37,6 +37,16 @@ std::vector<int64_t> repeated_ngram_bans(const std::vector<int64_t>& prefix, int
     if (match) bans.push_back(prefix[start + n - 1]);
   }
   return bans;
+}
+
+// The last generated word when it already ends a run of `max_run` equal words
+// (SOS not counted), else -1: that word may not come once more.
+int64_t word_run_ban(const std::vector<int64_t>& prefix, int max_run) {
+  const auto length = static_cast<int>(prefix.size());
+  if (max_run <= 0 || length - 1 < max_run) return -1;
+  for (int k = length - max_run; k < length - 1; ++k)
+    if (prefix[k] != prefix[length - 1]) return -1;
+  return prefix[length - 1];
 }
 
 // Returns the log-probs used for ranking: the model's, altered by the
@@ -58,6 +68,7 @@ at::Tensor ranking_logprobs(const at::Tensor& raw, const Prefixes& prefixes, con
       for (int64_t token : seen) r[token] *= static_cast<float>(o.repetition_penalty);  // log p <= 0: lower
     }
     for (int64_t token : repeated_ngram_bans(prefix, o.no_repeat_ngram_size)) r[token] = kBanned;
+    if (const int64_t token = word_run_ban(prefix, o.max_word_run); token >= 0) r[token] = kBanned;
     if (generated < o.min_length) r[s.eos] = kBanned;
     if (o.block_bad_endings && generated > 0 && bad.count(prefix.back())) r[s.eos] = kBanned;
   }
@@ -332,6 +343,7 @@ void DecodingOptions::validate() const {
   if (max_length < 2) fail("max length must be >= 2 (it counts SOS)");
   if (min_length < 0) fail("min length must be >= 0");
   if (no_repeat_ngram_size < 0) fail("no-repeat n-gram size must be >= 0");
+  if (max_word_run < 0) fail("max word run must be >= 0 (0 = off)");
   if (repetition_penalty < 1.0) fail("repetition penalty must be >= 1");
   if (sampling_temperature <= 0) fail("sampling temperature must be > 0");
   if (sampling_topk < 0) fail("sampling top-k must be >= 0");

@@ -1,6 +1,7 @@
 // Writing .pth files torch.load reads, and our checkpoint layout in them:
 //   {"model_state_dict": OrderedDict(name -> tensor), "expnet_config": JSON text,
-//    "expnet_vocabulary": JSON text (optional), "expnet_training_state": anything (optional)}
+//    "expnet_vocabulary": JSON text (optional), "expnet_decoding": JSON text (optional),
+//    "expnet_training_state": anything (optional)}
 // (docs/checkpoints.md).
 #pragma once
 
@@ -34,6 +35,9 @@ class PthWriter {
 struct CheckpointMetadata {
   std::string config_json;                    // required: a JSON object
   std::optional<std::string> vocabulary_json;  // Vocabulary::to_json()
+  // CarriedDecoding::to_json() (expnet/decode/carried_decoding.h): checked, and
+  // written only when it sets a key.
+  std::optional<std::string> decoding_json;
   // Optional extra "expnet_training_state" value built with the writer.
   std::function<pickle::Value*(PthWriter&)> training_state;
 };
@@ -42,8 +46,9 @@ struct CheckpointMetadata {
 void save_checkpoint(const std::string& path, const NamedTensors& model_state, const CheckpointMetadata& metadata);
 
 // Our metadata, when the file is one of ours (empty optionals otherwise).
+// "expnet_decoding" that is not text is an error naming the file.
 struct StoredMetadata {
-  std::optional<std::string> config_json, vocabulary_json;
+  std::optional<std::string> config_json, vocabulary_json, decoding_json;
 };
 StoredMetadata read_metadata(const PthFile& file);
 

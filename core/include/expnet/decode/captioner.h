@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "expnet/decode/carried_decoding.h"
 #include "expnet/decode/decoding.h"
 #include "expnet/image/image_decode.h"
 #include "expnet/model/model_config.h"
@@ -58,6 +59,9 @@ class Captioner {
 
   const ModelConfig& config() const { return config_; }
   const Vocabulary& vocabulary() const { return vocab_; }
+  // The decoding options the checkpoint carries (none for the authors' files):
+  // callers start from carried_decoding().apply_to(...) and let the user override.
+  const CarriedDecoding& carried_decoding() const { return carried_; }
   ExpansionNetImpl& model();
   const std::string& device() const { return device_; }
   double load_ms() const { return load_ms_; }
@@ -83,6 +87,7 @@ class Captioner {
                                           const std::string& checkpoint, uint64_t seed);
   ModelConfig config_;
   Vocabulary vocab_;
+  CarriedDecoding carried_;
   std::string device_;
   double load_ms_ = 0;
   struct State;

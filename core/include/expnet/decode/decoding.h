@@ -37,6 +37,9 @@ struct DecodingOptions {
   // 1 = the reference's ranking, 0 = raw sum.
   double length_penalty = 1.0;
   int no_repeat_ngram_size = 0;    // 0 = off
+  // 0 = off; N = a word may appear at most N times in a row ("red red red" is
+  // banned by 2, while "a red circle left of a red square" stays allowed).
+  int max_word_run = 0;
   double repetition_penalty = 1.0; // 1 = off; > 1 makes repeated words less likely
   bool block_bad_endings = false;  // no EOS right after "a", "the", "of", "on", ...
   // Sampling
