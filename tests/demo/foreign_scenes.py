@@ -1,7 +1,9 @@
 #!/usr/bin/python3
-"""Plain scenes for checking the demo model, drawn with Pillow rather than by
-our own renderer: one or two red, green, blue or yellow circles, squares or
-triangles on a dark background, Pillow's own colour names, other sizes and
+"""Plain scenes drawn with Pillow rather than by our own renderer, which
+packaging/screenshots.sh opens (the demo model's held-out check draws its
+scenes with pillow_scenes.py, opencv_scenes.py and qpainter_scenes instead):
+one or two red, green, blue or yellow circles, squares or triangles on a dark
+background, Pillow's own colour names, other sizes and
 image size than the shapes set. Writes OUT/foreign_NNN.png and OUT/truth.json
 ({file: [{"color", "shape"}, ...]}).
 

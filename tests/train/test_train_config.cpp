@@ -82,6 +82,8 @@ class TestTrainConfig : public QObject {
     QCOMPARE(config_error(R"({"stages": [{}]})"), std::string("cfg: key 'model' (a preset name or an object) is missing"));
     QCOMPARE(config_error(R"({"model": "tiny", "feature_cache": "ram", "stages": [{}]})"),
              std::string("cfg: feature_cache must be disk or off, not 'ram'"));
+    QCOMPARE(config_error(R"({"model": "tiny", "shapes_style": "fancy", "stages": [{}]})"),
+             std::string("cfg: shapes_style must be varied or classic, not 'fancy'"));
     QCOMPARE(config_error(with_stage_value("backbone", R"("train")")), std::string());
   }
 };

@@ -435,6 +435,7 @@ CheckpointMetadata Trainer::metadata() const {
   CheckpointMetadata meta;
   meta.config_json = config_.model_json;
   meta.vocabulary_json = data_.vocab->to_json();
+  meta.decoding_json = config_.decoding_json;  // the recipe's "decoding": what the checkpoints are meant for
   return meta;
 }
 

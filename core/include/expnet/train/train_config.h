@@ -58,6 +58,7 @@ struct TrainConfig {
   std::string dataset = "shapes"; // dataset file, or "shapes" (generated into <out>/shapes)
   int64_t shapes_images = 1500;
   uint64_t shapes_seed = 1;
+  std::string shapes_style = "varied";  // varied | classic (shapes_scene.h)
   int vocab_min_count = 5;
   int64_t validation_images = 100;
   int validation_beam = 3, validation_max_len = 20;
@@ -68,6 +69,9 @@ struct TrainConfig {
   // Weights to start from instead of the seeded initialisation (a checkpoint of
   // the same model and vocabulary, e.g. an XE run's best.pth); empty = none.
   std::string init_checkpoint;
+  // The decoding options every checkpoint of the run carries (CarriedDecoding::to_json(),
+  // expnet/decode/carried_decoding.h): "{}" = none.
+  std::string decoding_json = "{}";
   std::vector<StageConfig> stages;
 
   static TrainConfig from_json(const std::string& text, const std::string& source);  // strict, named errors
