@@ -15,11 +15,13 @@ export QT_QPA_PLATFORM=offscreen
 SETTINGS=$(mktemp -d)
 trap 'rm -rf "$SETTINGS"' EXIT
 export XDG_CONFIG_HOME=$SETTINGS
-"$EXPNET" dataset make-shapes --out "$SETTINGS/shapes" --images 4 --seed 90210 --val-fraction 0 --test-fraction 0 >/dev/null
+# The classic look: the one the demo model was trained on (README, "The demo model").
+"$EXPNET" dataset make-shapes --out "$SETTINGS/shapes" --images 4 --seed 90210 --style classic --val-fraction 0 --test-fraction 0 >/dev/null
 /usr/bin/python3 tests/demo/foreign_scenes.py "$SETTINGS/foreign" --count 2
 SHAPES=$SETTINGS/shapes/images
 
-# Caption page: four shapes scenes and two Pillow scenes captioned (beam 5, n-best 3)
+# Caption page: four shapes scenes and two Pillow scenes captioned (with the decoding
+# options the demo model carries: beam 3, n-best 3), the notice on captioning photos beside them,
 # and one file that is not an image, which fails on its own row; the first row is
 # selected, so its n-best list, timings and settings show.
 printf 'this is not an image\n' > "$SETTINGS/not-an-image.jpg"
@@ -30,7 +32,7 @@ printf 'this is not an image\n' > "$SETTINGS/not-an-image.jpg"
 echo "wrote $OUT/caption.png"
 
 # Attention page: the cross-attention of word 3 of a scene's greedy caption (with the
-# current demo model, the shape word of "a red circle on the left of a red circle").
+# current demo model, the shape word of its first "red circle").
 "$STUDIO" --screenshot "$OUT/attention.png" --page attention --model demo \
   --open "$SHAPES/shapes_000001.png" --beam 1 --word 3
 echo "wrote $OUT/attention.png"
