@@ -8,7 +8,7 @@ namespace expnet::cli {
 
 DecodingOptions DecodeArgs::options(const CarriedDecoding& carried) const {
   DecodingOptions o = decoding;
-  o.search = search == "greedy" ? SearchKind::Greedy : search == "sample" ? SearchKind::Sampling : SearchKind::Beam;
+  o.search = parse_search_kind(search);
   return carried.apply_to(o, given());
 }
 

@@ -48,13 +48,17 @@ std::vector<cv::Point> outline(const ShapeItem& s, bool varied) {
   return points;
 }
 
-void fill_shape(cv::Mat& image, const ShapeItem& s, const cv::Scalar& fill, int line_type, bool varied) {
+// thickness cv::FILLED fills the shape; a positive one draws its outline.
+void draw_shape(cv::Mat& image, const ShapeItem& s, const cv::Scalar& colour, int thickness, int line_type, bool varied) {
   if (s.shape == "circle") {
-    cv::circle(image, cv::Point(s.x * 16, s.y * 16), s.radius * 16, fill, cv::FILLED, line_type, 4);
-  } else {
-    const std::vector<std::vector<cv::Point>> polygons = {outline(s, varied)};
-    cv::fillPoly(image, polygons, fill, line_type, 4);
+    cv::circle(image, cv::Point(s.x * 16, s.y * 16), s.radius * 16, colour, thickness, line_type, 4);
+    return;
   }
+  const std::vector<std::vector<cv::Point>> polygons = {outline(s, varied)};
+  if (thickness == cv::FILLED)
+    cv::fillPoly(image, polygons, colour, line_type, 4);
+  else
+    cv::polylines(image, polygons, true, colour, thickness, line_type, 4);
 }
 
 // Sensor-like noise, independent per channel (xorshift for speed): uniform in
@@ -101,7 +105,7 @@ cv::Mat classic_image(const ShapesScene& scene, Rng& rng) {
     const data::Rgb& colour = data::classic_colour(data::classic_shape_colours(), s.color);
     const cv::Scalar fill(std::clamp(colour[0] + rng.range(-12, 12), 0, 255), std::clamp(colour[1] + rng.range(-12, 12), 0, 255),
                           std::clamp(colour[2] + rng.range(-12, 12), 0, 255));
-    fill_shape(image, s, fill, cv::LINE_AA, false);
+    draw_shape(image, s, fill, cv::FILLED, cv::LINE_AA, false);
   }
   add_noise(image, rng.next(), 0, false);
   return image;
@@ -150,16 +154,10 @@ cv::Mat varied_image(const ShapesScene& scene, Rng& rng) {
   const int line_type = rng.chance(60) ? cv::LINE_AA : cv::LINE_8;
   for (const auto& s : scene.shapes) {
     const cv::Scalar fill(s.rgb[0], s.rgb[1], s.rgb[2]);
-    fill_shape(image, s, fill, line_type, true);
+    draw_shape(image, s, fill, cv::FILLED, line_type, true);
     if (rng.chance(20)) {  // a darker rim of the same colour, 1-2 px
       const cv::Scalar rim(s.rgb[0] * 0.55, s.rgb[1] * 0.55, s.rgb[2] * 0.55);
-      const int thickness = rng.range(1, 2);
-      if (s.shape == "circle") {
-        cv::circle(image, cv::Point(s.x * 16, s.y * 16), s.radius * 16, rim, thickness, line_type, 4);
-      } else {
-        const std::vector<std::vector<cv::Point>> polygons = {outline(s, true)};
-        cv::polylines(image, polygons, true, rim, thickness, line_type, 4);
-      }
+      draw_shape(image, s, rim, rng.range(1, 2), line_type, true);
     }
   }
   if (rng.chance(35)) {

@@ -14,12 +14,6 @@ namespace {
 
 using nlohmann::json;
 
-const std::vector<std::pair<SearchKind, std::string>>& search_names() {
-  static const std::vector<std::pair<SearchKind, std::string>> names = {
-      {SearchKind::Beam, "beam"}, {SearchKind::Greedy, "greedy"}, {SearchKind::Sampling, "sample"}};
-  return names;
-}
-
 struct Key {
   std::string name;
   std::function<json(const DecodingOptions&)> get;
@@ -46,19 +40,15 @@ Key member(const char* name, T DecodingOptions::*field) {
 }
 
 Key search_key() {
-  return {"search",
-          [](const DecodingOptions& o) {
-            for (const auto& [kind, name] : search_names())
-              if (kind == o.search) return json(name);
-            return json(nullptr);
-          },
+  return {"search", [](const DecodingOptions& o) { return json(search_kind_name(o.search)); },
           [](const json& value, DecodingOptions& o) -> std::string {
-            for (const auto& [kind, name] : search_names())
-              if (value.is_string() && value.get<std::string>() == name) {
-                o.search = kind;
-                return "";
-              }
-            return "must be \"beam\", \"greedy\" or \"sample\"";
+            try {
+              if (!value.is_string()) throw std::invalid_argument("not text");
+              o.search = parse_search_kind(value.get<std::string>());
+              return "";
+            } catch (const std::invalid_argument&) {
+              return "must be \"beam\", \"greedy\" or \"sample\"";
+            }
           }};
 }
 
@@ -104,6 +94,16 @@ std::string joined(const std::vector<std::string>& names) {
 }
 
 }  // namespace
+
+const char* search_kind_name(SearchKind kind) {
+  return kind == SearchKind::Greedy ? "greedy" : kind == SearchKind::Sampling ? "sample" : "beam";
+}
+
+SearchKind parse_search_kind(const std::string& name) {
+  for (const SearchKind kind : {SearchKind::Beam, SearchKind::Greedy, SearchKind::Sampling})
+    if (name == search_kind_name(kind)) return kind;
+  throw std::invalid_argument("unknown search '" + name + "' (use beam, greedy or sample)");
+}
 
 const std::vector<std::string>& decoding_option_keys() {
   static const std::vector<std::string> names = [] {

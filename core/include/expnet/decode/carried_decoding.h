@@ -14,6 +14,11 @@
 
 namespace expnet {
 
+// The names a search strategy has in JSON, on the command line and in the studio.
+const char* search_kind_name(SearchKind kind);  // "beam", "greedy", "sample"
+// Throws std::invalid_argument naming the word when it is none of those.
+SearchKind parse_search_kind(const std::string& name);
+
 // The keys, in the order the JSON writes them: search ("beam", "greedy" or
 // "sample"), beam_size, num_hypotheses, max_length, min_length, length_penalty,
 // no_repeat_ngram_size, max_word_run, repetition_penalty, block_bad_endings,
