@@ -16,6 +16,7 @@
 #include "command.h"
 #include "decode_options_cli.h"
 #include "expnet/decode/captioner.h"
+#include "expnet/decode/group_decoding.h"
 #include "expnet/model/layers.h"
 #include "expnet/model/swin.h"
 #include "expnet/model/expansion_net.h"
@@ -36,6 +37,7 @@ struct BenchArgs {
   uint64_t seed = 1234;
   bool json = false;
   bool profile = false;  // print where the time goes (LibTorch profiler, one extra run)
+  int groups = 0;        // > 0: AIC greedy against PNAIC with this many groups
 };
 
 Vocabulary bench_vocabulary(const BenchArgs& args) {
@@ -88,7 +90,92 @@ void profile_decode(Captioner& captioner, const at::Tensor& encoded, DecoderKind
 
 const char* path_name(DecoderKind kind) { return kind == DecoderKind::Full ? "full" : "incremental"; }
 
+// AIC greedy (incremental, `words` steps) against a PNAIC decoder of K groups
+// (ceil(words / K) steps of K positions), batch 1, random weights of the same
+// configuration; repeats alternate the two.
+void run_decode_groups(const RuntimeOptions& runtime, const BenchArgs& args) {
+  auto aic = make_captioner(args, runtime);
+  ModelConfig config = resolve_model_config(args.model);
+  config.pnaic_groups = args.groups;
+  auto pnaic = Captioner::create_random(config, bench_vocabulary(args).with_del(), runtime.device, args.seed + 1);
+  const int K = args.groups, words = args.steps, group_steps = (words + K - 1) / K;
+  const auto aic_encoded = aic->encode(random_images(*aic, 1, args.seed));
+  const auto pnaic_encoded = pnaic->encode(random_images(*pnaic, 1, args.seed));
+  DecodingOptions greedy = forced_options(args, words);
+  greedy.search = SearchKind::Greedy;
+  greedy.beam_size = 1;
+  greedy = aic->complete(greedy);
+  const auto special = aic->special_tokens(false);
+  // Each returns {set-up ms, steps ms}: the set-up (cross-attention keys and
+  // values) is paid once per image whatever the number of steps.
+  const auto time_aic = [&] {
+    const auto start = Clock::now();
+    auto decoder = aic->make_decoder(aic_encoded, DecoderKind::Incremental);
+    const double setup = ms_since(start);
+    const auto steps_start = Clock::now();
+    const auto results = decode(*decoder, 1, special, greedy);
+    const double steps = ms_since(steps_start);
+    if (results.front().steps != words) throw std::logic_error("bench: AIC decoded an unexpected number of steps");
+    return std::pair{setup, steps};
+  };
+  // Every group stays live for exactly group_steps steps: the greedy word of each
+  // group is fed back, whatever it is.
+  const auto time_pnaic = [&] {
+    torch::NoGradGuard no_grad;
+    const auto start = Clock::now();
+    GroupDecoderState state(ExpansionNet(pnaic->shared_model()), pnaic_encoded);
+    const double setup = ms_since(start);
+    const auto steps_start = Clock::now();
+    auto tokens = torch::full({1, K}, pnaic->vocabulary().sos_id(), torch::kLong);
+    const auto live = torch::ones({1, K}, torch::kBool);
+    for (int t = 0; t < group_steps; ++t) tokens = state.step(tokens, live).argmax(-1).to(torch::kCPU);
+    return std::pair{setup, ms_since(steps_start)};
+  };
+  std::vector<double> aic_ms, pnaic_ms, aic_step, pnaic_step, step_ratio;
+  for (int r = 0; r < args.repeats; ++r) {
+    const auto [aic_setup, aic_steps] = time_aic();
+    const auto [pnaic_setup, pnaic_steps] = time_pnaic();
+    aic_ms.push_back(aic_setup + aic_steps);
+    pnaic_ms.push_back(pnaic_setup + pnaic_steps);
+    aic_step.push_back(aic_steps / words);
+    pnaic_step.push_back(pnaic_steps / group_steps);
+    step_ratio.push_back(pnaic_step.back() / aic_step.back());
+    spdlog::info("repeat {}: AIC greedy {:.1f} ms ({} steps), PNAIC K={} {:.1f} ms ({} steps)", r + 1, aic_ms.back(),
+                 words, K, pnaic_ms.back(), group_steps);
+  }
+  if (args.profile) {
+    profile_ops("decode, batch 1, AIC greedy", [&] { time_aic(); }, std::cerr);
+    profile_ops("decode, batch 1, PNAIC K=" + std::to_string(K), [&] { time_pnaic(); }, std::cerr);
+  }
+  const double aic_med = median(aic_ms), pnaic_med = median(pnaic_ms);
+  const double aic_step_med = median(aic_step), pnaic_step_med = median(pnaic_step);
+  nlohmann::json out = {{"model", args.model},
+                        {"vocab_size", pnaic->vocabulary().size()},
+                        {"groups", K},
+                        {"words", words},
+                        {"repeats", args.repeats},
+                        {"threads", torch_threads()},
+                        {"device", runtime.device},
+                        {"aic_greedy", {{"steps", words}, {"ms_per_image", aic_med}, {"ms_per_step", aic_step_med}}},
+                        {"pnaic", {{"steps", group_steps}, {"ms_per_image", pnaic_med}, {"ms_per_step", pnaic_step_med}}},
+                        {"step_cost_ratio", median(step_ratio)},
+                        {"speedup_per_image", median(aic_ms) / pnaic_med},
+                        {"peak_rss_mb", peak_rss_mb()}};
+  if (args.json) {
+    std::cout << out.dump() << std::endl;
+    return;
+  }
+  std::cout << "decode, " << args.model << " random weights, batch 1, " << words << " words, threads "
+            << torch_threads() << ", median of " << args.repeats << " alternated repeats\n"
+            << "  AIC greedy: " << aic_med << " ms (" << words << " steps, " << aic_step_med << " ms/step)\n"
+            << "  PNAIC K=" << K << ": " << pnaic_med << " ms (" << group_steps << " steps of " << K << " positions, "
+            << pnaic_step_med << " ms/step)\n"
+            << "  a PNAIC step costs " << out["step_cost_ratio"].get<double>() << "x an AIC step (median of per-repeat ratios;\n"
+            << "  ms per step exclude the decoder's set-up, paid once per image; ms per image include it)\n";
+}
+
 void run_decode(const RuntimeOptions& runtime, const BenchArgs& args) {
+  if (args.groups > 0) return run_decode_groups(runtime, args);
   auto captioner = make_captioner(args, runtime);
   nlohmann::json out = {{"model", args.model}, {"beam", args.beam}, {"words", args.steps}, {"repeats", args.repeats},
                         {"threads", torch_threads()}, {"device", runtime.device}};
@@ -224,6 +311,9 @@ const bool registered = register_command({"bench-decode", 90, [](CLI::App& root)
     add_common(command, *args);
     command->add_option("--words", args->steps, "Words forced per caption")->check(CLI::PositiveNumber);
     command->add_option("--batches", args->batches, "Batch sizes")->check(CLI::PositiveNumber);
+    command->add_option("--groups", args->groups,
+                        "K > 0: AIC greedy against a PNAIC decoder of K groups (batch 1, vocabulary plus DEL)")
+        ->check(CLI::NonNegativeNumber);
   }
   {
     auto [command, args] = add_command<BenchArgs>(

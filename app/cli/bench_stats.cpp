@@ -8,13 +8,6 @@
 
 namespace expnet::cli {
 
-double median(std::vector<double> values) {
-  if (values.empty()) return 0;
-  std::sort(values.begin(), values.end());
-  const size_t n = values.size();
-  return n % 2 ? values[n / 2] : 0.5 * (values[n / 2 - 1] + values[n / 2]);
-}
-
 double ms_since(BenchClock::time_point start) {
   return std::chrono::duration<double, std::milli>(BenchClock::now() - start).count();
 }

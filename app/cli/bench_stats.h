@@ -6,11 +6,11 @@
 #include <functional>
 #include <vector>
 
+#include "expnet/system/statistics.h"
+
 namespace expnet::cli {
 
-// The median: the middle value, or the mean of the two middle ones for an even
-// count (as `expnet bench train` reports them); 0 for no values.
-double median(std::vector<double> values);
+using expnet::median;  // expnet/system/statistics.h
 
 using BenchClock = std::chrono::steady_clock;
 double ms_since(BenchClock::time_point start);

@@ -3,6 +3,7 @@
 #include <spdlog/spdlog.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <iostream>
 
 #include "command.h"
@@ -23,13 +24,27 @@ struct CaptionArgs {
   std::string decoder = "incremental";
 };
 
-nlohmann::json to_json(const CaptionedImage& item, bool with_logprobs, const nlohmann::json& decoding) {
+// A PNAIC caption's groups: their words, ids and how each ended.
+nlohmann::json groups_json(const Hypothesis& h, const Vocabulary& vocab) {
+  nlohmann::json groups = nlohmann::json::array();
+  for (const auto& g : h.groups) {
+    std::string text;
+    for (const auto id : g.tokens) text += (text.empty() ? "" : " ") + vocab.word(id);
+    groups.push_back({{"text", text}, {"tokens", g.tokens}, {"end", to_string(g.end)}});
+  }
+  return groups;
+}
+
+nlohmann::json to_json(const CaptionedImage& item, bool with_logprobs, const nlohmann::json& decoding,
+                       const Vocabulary& vocab) {
   if (!item.error.empty()) return {{"image", item.image}, {"error", item.error}};
   nlohmann::json captions = nlohmann::json::array();
   for (size_t i = 0; i < item.captions.size(); ++i) {
     const auto& h = item.captions[i];
     nlohmann::json c = {{"text", item.texts[i]}, {"tokens", h.tokens}, {"sum_logprob", h.sum_logprob}, {"score", h.score}};
     if (with_logprobs) c["token_logprobs"] = h.token_logprobs;
+    if (!h.groups.empty()) c["groups"] = groups_json(h, vocab);
+    c["steps"] = item.steps;
     captions.push_back(std::move(c));
   }
   return {{"image", item.image},
@@ -43,6 +58,11 @@ void run(const RuntimeOptions& runtime, const CaptionArgs& args) {
   auto captioner = load_captioner(args.model, runtime);
   const CarriedDecoding& carried = captioner->carried_decoding();
   const DecodingOptions options = args.decode.options(carried);
+  const auto given = args.decode.given();
+  if (captioner->config().is_pnaic() && options.beam_size > 1 &&
+      std::find(given.begin(), given.end(), "beam_size") != given.end())
+    throw std::runtime_error("PNAIC models decode greedily per group: --beam " + std::to_string(options.beam_size) +
+                             " (beam search) is not available for them (docs/pnaic.md)");
   args.decode.report(carried);
   const nlohmann::json decoding = args.decode.used_json(captioner->complete(options), carried);
   ImageLoadOptions image_options;
@@ -56,7 +76,7 @@ void run(const RuntimeOptions& runtime, const CaptionArgs& args) {
       std::cerr << "error: " << item.image << ": " << item.error << "\n";
     }
     if (args.json) {
-      std::cout << to_json(item, args.decode.token_logprobs, decoding).dump() << std::endl;
+      std::cout << to_json(item, args.decode.token_logprobs, decoding, captioner->vocabulary()).dump() << std::endl;
     } else if (item.error.empty()) {
       std::cout << item.image << "\t" << item.texts.front() << std::endl;
       for (size_t i = 1; i < item.texts.size(); ++i) std::cout << "\t" << item.texts[i] << std::endl;

@@ -134,6 +134,25 @@ void walk(const pickle::Value& v, const std::string& path, int depth, bool json)
   }
 }
 
+// "AIC", or "PNAIC, K groups, DEL id N" from the configuration and vocabulary
+// a checkpoint of ours carries; "not recorded" for the authors' files.
+std::string decoder_kind_text(const PthFile& file) {
+  try {
+    const auto stored = read_metadata(file);
+    if (!stored.config_json) return "not recorded (no configuration in the file)";
+    const auto config = ModelConfig::from_json(*stored.config_json, file.path());
+    if (!config.is_pnaic()) return "AIC (autoregressive)";
+    std::string del = "no vocabulary in the file";
+    if (stored.vocabulary_json) {
+      const auto id = Vocabulary::from_json(*stored.vocabulary_json, file.path()).del_id();
+      del = id >= 0 ? "DEL id " + std::to_string(id) : "INVALID: the vocabulary has no DEL";
+    }
+    return "PNAIC, " + std::to_string(config.pnaic_groups) + " groups, " + del;
+  } catch (const std::exception& e) {
+    return std::string("INVALID: ") + e.what();
+  }
+}
+
 struct InspectArgs {
   std::string file;
   bool json = false, all = false;
@@ -161,6 +180,7 @@ void run_inspect(const InspectArgs& args) {
     }
     std::cout << "decoding options carried: "
               << (carried.empty() ? "none (caption and the studio use their defaults)" : carried) << "\n";
+    std::cout << "decoder: " << decoder_kind_text(file) << "\n";
     if (file.root().is(pickle::Kind::Dict))
       for (const auto& [k, v] : file.root().entries)
         if (!(k->is(pickle::Kind::Str) && k->text == ref.wrapper) && !v->is(pickle::Kind::Tensor))

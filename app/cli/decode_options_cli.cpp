@@ -1,5 +1,7 @@
 #include "decode_options_cli.h"
 
+#include "expnet/model/demo_model.h"
+
 #include <spdlog/spdlog.h>
 
 #include <algorithm>
@@ -90,9 +92,9 @@ std::unique_ptr<Captioner> load_captioner(const ModelArgs& args, const RuntimeOp
   source.checkpoint = args.checkpoint;
   source.vocab = args.vocab;
   source.device = runtime.device;
-  if (source.checkpoint.empty() && source.model != "demo")
+  if (source.checkpoint.empty() && !is_builtin_model_name(source.model))
     throw std::runtime_error("no checkpoint given: pass --checkpoint FILE.pth (with --model and --vocab for the authors' files), "
-                             "or --model demo for the built-in demo model");
+                             "or --model demo (pnaic-demo-k2, pnaic-demo-k5) for a built-in model");
   spdlog::info("loading model {} from {}", source.model.empty() ? std::string("(from checkpoint)") : source.model, source.checkpoint);
   auto captioner = Captioner::load(source);
   spdlog::info("model loaded in {:.0f} ms ({} words, device {})", captioner->load_ms(), captioner->vocabulary().size(), source.device);

@@ -31,6 +31,7 @@
 #include "expnet/data/shapes_dataset.h"
 #include "expnet/train/radam.h"
 #include "expnet/train/train_steps.h"
+#include "expnet/system/statistics.h"
 #include "expnet/text/vocabulary.h"
 
 namespace fs = std::filesystem;
@@ -46,12 +47,6 @@ double process_cpu_seconds() {
   timespec t{};
   ::clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &t);
   return static_cast<double>(t.tv_sec) + static_cast<double>(t.tv_nsec) * 1e-9;
-}
-
-double median(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  const size_t n = v.size();
-  return n == 0 ? 0 : (n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2);
 }
 
 std::string duration_text(double seconds) {

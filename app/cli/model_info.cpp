@@ -39,6 +39,7 @@ void run(const Options& options) {
     nlohmann::json out = {{"model", options.model},
                           {"vocab_size", options.vocab_size},
                           {"total_parameters", total},
+                          {"pnaic_groups", config.pnaic_groups},
                           {"entries", nlohmann::json::array()}};
     for (const auto& e : entries)
       out["entries"].push_back({{"name", e.name},
@@ -57,6 +58,11 @@ void run(const Options& options) {
   mb << std::fixed << std::setprecision(1) << static_cast<double>(total) * 4 / 1e6;
   std::cout << entries.size() << " entries, " << total << " parameters (" << mb.str()
             << " MB as float32), vocabulary size " << options.vocab_size << "\n";
+  std::cout << "decoder: "
+            << (config.is_pnaic() ? "PNAIC, " + std::to_string(config.pnaic_groups) +
+                                        " groups (pnaic_group_embed; the vocabulary must hold DEL)"
+                                  : std::string("AIC (autoregressive)"))
+            << "\n";
 }
 
 const bool registered = register_command({"model-info", 30, [](CLI::App& root) {

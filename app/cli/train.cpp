@@ -31,7 +31,7 @@ struct ForwardedOption {
 };
 const ForwardedOption kForwarded[] = {
     {"--config", &Options::config, nullptr, "Training config JSON (schema in docs/training.md)"},
-    {"--preset", &Options::preset, nullptr, "Built-in recipe: paper or shapes-demo"},
+    {"--preset", &Options::preset, nullptr, "Built-in recipe: paper, shapes-demo, shapes-pnaic-k2 or shapes-pnaic-k5"},
     {"--store", &Options::store, nullptr, "Run store file (default: <run folder>/runs.sqlite)"},
     {"--name", &Options::name, nullptr, "Run name (default: the config's name)"},
     {"--resume", nullptr, &Options::resume, "Continue the run in --out exactly where its last checkpoint left it"},
@@ -108,7 +108,7 @@ void run(const RuntimeOptions& runtime, const Options& o) {
 }
 
 const bool registered = register_command({"train", 55, [](CLI::App& root) {
-  auto* c = root.add_subcommand("train", "Train a model: staged XE / SCST recipe with checkpoints and a run store");
+  auto* c = root.add_subcommand("train", "Train a model: staged XE / SCST / PNAIC recipe with checkpoints and a run store");
   auto runtime = add_runtime_options(c);
   auto o = std::make_shared<Options>();
   for (const auto& option : kForwarded) {

@@ -72,7 +72,7 @@ class TestTrainConfig : public QObject {
 
   void badValuesAreNamed() {
     QCOMPARE(config_error(with_stage_value("objective", R"("sgd")")),
-             std::string("cfg stage 0: objective must be xe or scst, not 'sgd'"));
+             std::string("cfg stage 0: objective must be xe, scst or pnaic, not 'sgd'"));
     QCOMPARE(config_error(with_stage_value("schedule", R"("cosine")")),
              std::string("cfg stage 0: schedule must be reference, linear or fixed, not 'cosine'"));
     QCOMPARE(config_error(with_stage_value("batch", R"("many")")), std::string("cfg stage 0: key 'batch' has the wrong type"));

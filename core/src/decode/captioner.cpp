@@ -25,7 +25,22 @@ double ms_since(Clock::time_point start) {
 }
 
 ModelConfig choose_config(const ModelSource& source, const std::optional<StoredMetadata>& stored) {
-  if (!source.model.empty()) return resolve_model_config(source.model);
+  if (!source.model.empty()) {
+    auto config = resolve_model_config(source.model);
+    if (stored && stored->config_json) {
+      const auto carried = ModelConfig::from_json(*stored->config_json, source.checkpoint);
+      if (carried.is_pnaic() != config.is_pnaic() || carried.pnaic_groups != config.pnaic_groups) {
+        const auto describe = [](const ModelConfig& c) {
+          return c.is_pnaic() ? "a PNAIC model of " + std::to_string(c.pnaic_groups) + " groups"
+                              : std::string("an AIC model");
+        };
+        throw std::runtime_error("'" + source.checkpoint + "' holds " + describe(carried) + " but --model " +
+                                 source.model + " describes " + describe(config) +
+                                 ": drop --model (the checkpoint carries its configuration)");
+      }
+    }
+    return config;
+  }
   if (stored && stored->config_json) return ModelConfig::from_json(*stored->config_json, source.checkpoint);
   throw std::runtime_error(source.checkpoint.empty()
                                ? std::string("no model given: pass --model PRESET|CONFIG.json")
@@ -85,6 +100,11 @@ std::unique_ptr<Captioner> Captioner::build(ModelConfig config, Vocabulary vocab
   captioner->state_ = std::make_unique<State>();
   auto& state = *captioner->state_;
   state.device = torch::Device(device);
+  if (captioner->config_.is_pnaic() && captioner->vocab_.del_id() < 0)
+    throw std::runtime_error((checkpoint.empty() ? std::string("the model") : "'" + checkpoint + "'") +
+                             " is a PNAIC model (pnaic_groups " + std::to_string(captioner->config_.pnaic_groups) +
+                             ") but its vocabulary has no DEL word: use the vocabulary it was trained with "
+                             "(a PNAIC run's checkpoints carry it)");
   torch::NoGradGuard no_grad;
   const bool random = checkpoint.empty();
   if (random) torch::manual_seed(seed);
@@ -102,7 +122,10 @@ std::unique_ptr<Captioner> Captioner::load(const ModelSource& requested) {
   ModelSource source = requested;
   // `--model demo` alone is the built-in demo model; with --checkpoint it is
   // the demo configuration for weights of one's own.
-  if (source.model == "demo" && source.checkpoint.empty()) source.checkpoint = demo_checkpoint_path();
+  if (is_builtin_model_name(source.model) && source.checkpoint.empty()) {
+    source.checkpoint = builtin_model_path(source.model);
+    if (source.model != "demo") source.model.clear();  // a PNAIC model's configuration is in its file
+  }
   std::optional<StoredMetadata> stored;
   if (!source.checkpoint.empty()) {
     PthFile file(source.checkpoint);
@@ -110,6 +133,11 @@ std::unique_ptr<Captioner> Captioner::load(const ModelSource& requested) {
   }
   ModelConfig config = choose_config(source, stored);
   CarriedDecoding carried = choose_decoding(source, stored, config);
+  if (config.is_pnaic() && !carried.carries("search")) {  // greedy per group is its only search
+    carried.options.search = SearchKind::Greedy;
+    carried.options.beam_size = 1;
+    carried.keys.insert(carried.keys.begin(), "search");
+  }
   auto captioner = build(std::move(config), choose_vocabulary(source, stored), source.device, source.checkpoint,
                          source.init_seed);
   captioner->carried_ = std::move(carried);
@@ -124,6 +152,7 @@ std::unique_ptr<Captioner> Captioner::create_random(const ModelConfig& config, V
 }
 
 ExpansionNetImpl& Captioner::model() { return *state_->model; }
+std::shared_ptr<ExpansionNetImpl> Captioner::shared_model() { return state_->model.ptr(); }
 
 SpecialTokens Captioner::special_tokens(bool with_bad_endings) const {
   SpecialTokens special;
@@ -133,6 +162,10 @@ SpecialTokens Captioner::special_tokens(bool with_bad_endings) const {
     for (const auto& word : bad_ending_words())
       if (const int64_t id = vocab_.id(word); id >= 0) special.bad_endings.push_back(id);
   return special;
+}
+
+GroupSpecialTokens Captioner::group_special_tokens() const {
+  return {vocab_.sos_id(), vocab_.eos_id(), vocab_.del_id()};
 }
 
 at::Tensor Captioner::preprocess(const cv::Mat& rgb) const {
@@ -155,6 +188,7 @@ DecodingOptions Captioner::complete(DecodingOptions options) const {
   if (options.max_length > config_.max_seq_len)
     throw std::invalid_argument("max length " + std::to_string(options.max_length) + " exceeds the model's max_seq_len " +
                                 std::to_string(config_.max_seq_len));
+  if (config_.is_pnaic()) check_group_decoding_options(options);
   return options;
 }
 
@@ -184,15 +218,20 @@ std::vector<CaptionedImage> Captioner::caption_files(const std::vector<std::stri
     const double preprocess_ms = ms_since(start);
     start = Clock::now();
     auto encoded = encode(torch::cat(inputs, 0));
-    auto decoder = make_decoder(encoded, kind);
     const double encode_ms = ms_since(start);
     start = Clock::now();
-    auto results = decode(*decoder, static_cast<int64_t>(good.size()), special, options);
+    // The decoder's set-up (cross-attention keys and values) counts as decoding:
+    // decode_groups makes its own inside, and compare times both alike.
+    std::unique_ptr<StepDecoder> decoder;
+    if (!config_.is_pnaic()) decoder = make_decoder(encoded, kind);  // PNAIC: one decoder kind, in decode_groups
+    auto results = config_.is_pnaic() ? decode_groups(state_->model, encoded, group_special_tokens(), options)
+                                      : decode(*decoder, static_cast<int64_t>(good.size()), special, options);
     const double decode_ms = ms_since(start);
     const double share = 1.0 / static_cast<double>(good.size());  // batch times split evenly per image
     for (size_t k = 0; k < good.size(); ++k) {
       auto& item = out[good[k]];
       item.captions = std::move(results[k].hypotheses);
+      item.steps = results[k].steps;
       for (const auto& h : item.captions) item.texts.push_back(vocab_.decode_text(h.tokens));
       item.ms = {load_ms_, preprocess_ms * share, encode_ms * share, decode_ms * share};
     }

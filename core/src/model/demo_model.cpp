@@ -1,5 +1,6 @@
 #include "expnet/model/demo_model.h"
 
+#include <algorithm>
 #include <cstdlib>
 #include <filesystem>
 #include <stdexcept>
@@ -19,18 +20,47 @@ std::vector<std::string> demo_model_search_dirs() {
   return dirs;
 }
 
-std::string demo_checkpoint_path() {
+namespace {
+
+struct BuiltinModel {
+  const char* name;
+  const char* file;
+  const char* made_by;  // the recipe that trains it
+};
+
+const std::vector<BuiltinModel>& builtin_models() {
+  static const std::vector<BuiltinModel> table = {{"demo", kDemoModelFile, "shapes-demo"},
+                                                  {"pnaic-demo-k2", "pnaic_demo_k2.pth", "shapes-pnaic-k2"},
+                                                  {"pnaic-demo-k5", "pnaic_demo_k5.pth", "shapes-pnaic-k5"}};
+  return table;
+}
+
+const BuiltinModel* find_builtin(const std::string& name) {
+  const auto& table = builtin_models();
+  const auto it = std::find_if(table.begin(), table.end(), [&](const BuiltinModel& m) { return name == m.name; });
+  return it == table.end() ? nullptr : &*it;
+}
+
+}  // namespace
+
+bool is_builtin_model_name(const std::string& name) { return find_builtin(name) != nullptr; }
+
+std::string builtin_model_path(const std::string& name) {
+  const BuiltinModel* model = find_builtin(name);
+  if (!model) throw std::runtime_error("'" + name + "' is not a built-in model (built-in: demo, pnaic-demo-k2, pnaic-demo-k5)");
   std::string looked;
   for (const auto& dir : demo_model_search_dirs()) {
-    const fs::path file = fs::path(dir) / kDemoModelFile;
+    const fs::path file = fs::path(dir) / model->file;
     std::error_code ec;
     if (fs::is_regular_file(file, ec)) return file.string();
     looked += "\n  " + file.string();
   }
-  throw std::runtime_error("the built-in demo model (" + std::string(kDemoModelFile) +
-                           ") was not found; looked at:" + looked +
-                           "\nreinstall, or set EXPNET_RESOURCES to the folder that holds demo/" + kDemoModelFile);
+  throw std::runtime_error("the built-in model '" + name + "' (" + model->file + ") was not found; looked at:" +
+                           looked + "\nreinstall, set EXPNET_RESOURCES to the folder that holds demo/" +
+                           model->file + ", or train it: expnet train --preset " + model->made_by + " --out DIR");
 }
+
+std::string demo_checkpoint_path() { return builtin_model_path("demo"); }
 
 bool demo_model_available() {
   try {

@@ -8,6 +8,7 @@
 #include <stdexcept>
 
 #include "expnet/model/expansion_net.h"
+#include "expnet/model/pnaic.h"
 #include "kernels/cpu/step_kernels.h"  // kExpansionEps
 #include "kernels/cpu/few_rows_linear.h"
 
@@ -273,6 +274,7 @@ ExpansionNetImpl::ExpansionNetImpl(const ModelConfig& config, int64_t vocab_size
   enc_reduce_norm = register_module("enc_reduce_norm", LayerNorm(d));
   dec_reduce_group = register_module("dec_reduce_group", Linear(d * config_.N_dec, d));
   dec_reduce_norm = register_module("dec_reduce_norm", LayerNorm(d));
+  if (config_.is_pnaic()) pnaic_group_embed = register_module("pnaic_group_embed", Embedding(config_.pnaic_groups, d));
   if (reference_init) reset_parameters();
 }
 
@@ -305,14 +307,33 @@ torch::Tensor ExpansionNetImpl::embed_tokens(const torch::Tensor& tokens, int64_
     throw std::invalid_argument("decode: positions " + std::to_string(first_position) + ".." +
                                 std::to_string(first_position + T - 1) + " exceed max_seq_len " +
                                 std::to_string(config_.max_seq_len));
+  const auto positions = torch::arange(first_position, first_position + T, tokens.options().dtype(torch::kLong));
+  return embed_checked(tokens, positions, {});
+}
+
+torch::Tensor ExpansionNetImpl::embed_tokens_at(const torch::Tensor& tokens, const torch::Tensor& positions,
+                                                const torch::Tensor& groups) {
+  if (tokens.dim() != 2) throw std::invalid_argument("decode: expected tokens B x T, got " + shape_text(tokens));
+  if (positions.numel() > 0 && positions.max().item<int64_t>() >= config_.max_seq_len)
+    throw std::invalid_argument("decode: position " + std::to_string(positions.max().item<int64_t>()) +
+                                " exceeds max_seq_len " + std::to_string(config_.max_seq_len));
+  return embed_checked(tokens, positions, groups);
+}
+
+torch::Tensor ExpansionNetImpl::embed_checked(const torch::Tensor& tokens, const torch::Tensor& positions,
+                                              const torch::Tensor& groups) {
   if (tokens.numel() > 0) {
     const int64_t lo = tokens.min().item<int64_t>(), hi = tokens.max().item<int64_t>();
     if (lo < 0 || hi >= vocab_size_)
       throw std::invalid_argument("decode: token id " + std::to_string(lo < 0 ? lo : hi) +
                                   " is outside the vocabulary (size " + std::to_string(vocab_size_) + ")");
   }
-  const auto positions = torch::arange(first_position, first_position + T, tokens.options().dtype(torch::kLong));
-  return out_embedder(tokens) + pos_encoder(positions);
+  auto y = out_embedder(tokens) + pos_encoder(positions);
+  if (groups.defined() != config_.is_pnaic())
+    throw std::logic_error(config_.is_pnaic() ? "decode: a PNAIC model needs each position's group"
+                                              : "decode: an AIC model has no groups");
+  if (groups.defined()) y = y + pnaic_group_embed(groups);
+  return y;
 }
 
 torch::Tensor ExpansionNetImpl::decode_hidden(const torch::Tensor& enc_out, const torch::Tensor& tokens,
@@ -324,7 +345,13 @@ torch::Tensor ExpansionNetImpl::decode_hidden(const torch::Tensor& enc_out, cons
                                 std::to_string(config_.d_model));
   RECORD_USER_SCOPE("expnet::decoder");
   const bool training = is_training();
-  auto y = embed_tokens(tokens);
+  torch::Tensor y;
+  if (config_.is_pnaic()) {
+    const auto layout = group_layout(tokens.size(1), config_.pnaic_groups, tokens.device());
+    y = embed_tokens_at(tokens, layout.positions, layout.groups);
+  } else {
+    y = embed_tokens(tokens);
+  }
   std::vector<torch::Tensor> outputs;
   if (traces) traces->assign(decoders.size(), {});
   for (size_t i = 0; i < decoders.size(); ++i) {

@@ -75,6 +75,22 @@ Field extension_flag(const char* name, bool ModelConfig::*member) {
   return field;
 }
 
+// PNAIC's group count (expnet/model/pnaic.h): optional, absent = 0 = an AIC
+// model, written only when set; when present it must be at least 1.
+Field pnaic_groups_field() {
+  return {"pnaic_groups",
+          [](const json& v, ModelConfig& c, const std::string& where) {
+            c.pnaic_groups = read_int(v, where);
+            if (c.pnaic_groups < 1)
+              throw std::invalid_argument(where + " must be at least 1 (the number of word groups decoded in "
+                                          "parallel), got " + v.dump() + "; remove the key for an AIC model");
+          },
+          [](const ModelConfig& c, json& out) {
+            if (c.pnaic_groups > 0) out["pnaic_groups"] = c.pnaic_groups;
+          },
+          /*optional=*/true};
+}
+
 const std::vector<Field>& fields() {
   static const std::vector<Field> table = {
       int_field("swin_img_size", &ModelConfig::swin_img_size),
@@ -103,6 +119,7 @@ const std::vector<Field>& fields() {
       list_field("num_exp_enc_list", &ModelConfig::num_exp_enc_list),
       int_field("num_exp_dec", &ModelConfig::num_exp_dec),
       int_field("max_seq_len", &ModelConfig::max_seq_len),
+      pnaic_groups_field(),
   };
   return table;
 }
@@ -170,6 +187,7 @@ void ModelConfig::validate(const std::string& source) const {
          std::to_string(num_stages() - 1) + " = " + std::to_string(last_dim) + " channels");
   if (d_model % num_heads != 0)
     fail("d_model " + std::to_string(d_model) + " is not divisible by num_heads " + std::to_string(num_heads));
+  if (pnaic_groups < 0) fail("pnaic_groups must be at least 1 (or absent for an AIC model), got " + std::to_string(pnaic_groups));
   if (num_exp_enc_list.empty()) fail("num_exp_enc_list must list at least one group");
   for (size_t i = 0; i < num_exp_enc_list.size(); ++i)
     if (num_exp_enc_list[i] <= 0) fail("num_exp_enc_list[" + std::to_string(i) + "] must be positive");
@@ -228,7 +246,8 @@ bool ModelConfig::operator==(const ModelConfig& o) const {
          swin_patch_norm == o.swin_patch_norm && swin_conv_merging == o.swin_conv_merging &&
          final_swin_dim == o.final_swin_dim && d_model == o.d_model &&
          N_enc == o.N_enc && N_dec == o.N_dec && ff == o.ff && num_heads == o.num_heads &&
-         num_exp_enc_list == o.num_exp_enc_list && num_exp_dec == o.num_exp_dec && max_seq_len == o.max_seq_len;
+         num_exp_enc_list == o.num_exp_enc_list && num_exp_dec == o.num_exp_dec && max_seq_len == o.max_seq_len &&
+         pnaic_groups == o.pnaic_groups;
 }
 
 ModelConfig official_model_config() { return ModelConfig{}; }  // the defaults are the released model

@@ -22,6 +22,7 @@ Vocabulary::Vocabulary(std::vector<std::string> words, std::string sos, std::str
   eos_id_ = id(eos_);
   pad_id_ = id(pad_);
   unk_id_ = id(unk_);
+  del_id_ = id(del_);
   for (const auto& [name, value] : {std::pair{sos_, sos_id_}, {eos_, eos_id_}, {pad_, pad_id_}})
     if (value < 0) throw std::invalid_argument("vocabulary: special token '" + name + "' is missing");
 }
@@ -29,6 +30,13 @@ Vocabulary::Vocabulary(std::vector<std::string> words, std::string sos, std::str
 int64_t Vocabulary::id(const std::string& word) const {
   const auto it = index_.find(word);
   return it == index_.end() ? -1 : it->second;
+}
+
+Vocabulary Vocabulary::with_del() const {
+  if (del_id_ >= 0) throw std::invalid_argument("vocabulary: already has '" + del_ + "' (id " + std::to_string(del_id_) + ")");
+  auto words = words_;
+  words.push_back(del_);
+  return Vocabulary(std::move(words), sos_, eos_, pad_, unk_);
 }
 
 const std::string& Vocabulary::word(int64_t id) const {
@@ -74,6 +82,7 @@ std::string Vocabulary::decode_text(const std::vector<int64_t>& ids) const {
 std::string Vocabulary::to_json() const {
   nlohmann::json doc = {{"format", "expnet-vocabulary"}, {"version", 1}, {"words", words_},
                         {"sos", sos_},                  {"eos", eos_},  {"pad", pad_}, {"unk", unk_}};
+  if (del_id_ >= 0) doc["del"] = del_;
   return doc.dump();
 }
 
@@ -87,6 +96,8 @@ Vocabulary Vocabulary::from_json(const std::string& text, const std::string& sou
   if (!doc.is_object() || doc.value("format", "") != "expnet-vocabulary" || !doc.contains("words") ||
       !doc["words"].is_array())
     throw std::runtime_error(source + ": not an expnet vocabulary (expected {\"format\":\"expnet-vocabulary\",\"words\":[...]})");
+  if (doc.contains("del") && doc["del"] != "DEL")
+    throw std::runtime_error(source + ": \"del\" must be \"DEL\" (PNAIC's delete token), got " + doc["del"].dump());
   try {
     return Vocabulary(doc["words"].get<std::vector<std::string>>(), doc.value("sos", "SOS"), doc.value("eos", "EOS"),
                       doc.value("pad", "PAD"), doc.value("unk", "UNK"));

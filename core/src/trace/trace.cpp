@@ -55,6 +55,10 @@ nlohmann::json expansion_json(const ExpansionTrace& t) {
 
 CaptionTrace trace_caption(Captioner& captioner, const at::Tensor& image, const std::vector<int64_t>& tokens) {
   const auto& config = captioner.config();
+  if (config.is_pnaic())
+    throw std::invalid_argument("tracing a PNAIC model (" + std::to_string(config.pnaic_groups) +
+                                " word groups) is not available yet: explain and the Attention page trace AIC "
+                                "models; load its AIC teacher (e.g. the demo model) to see where it looks");
   if (tokens.size() < 2)
     throw std::invalid_argument("trace: the caption needs SOS and at least one generated token");
   if (static_cast<int64_t>(tokens.size()) - 1 > config.max_seq_len)

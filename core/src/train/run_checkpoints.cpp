@@ -20,6 +20,12 @@ namespace expnet {
 
 bool RunCheckpoints::any() const { return fs::exists(dir_ + "/latest.json"); }
 
+std::string RunCheckpoints::latest_path() const {
+  if (!any()) return "";
+  std::ifstream in(dir_ + "/latest.json");
+  return dir_ + "/" + json::parse(in).at("checkpoint").get<std::string>() + ".pth";
+}
+
 void RunCheckpoints::save(TrainProgress& progress, const torch::nn::Module& model, const CheckpointMetadata& meta,
                           const torch::optim::Optimizer* optimizer, bool best) const {
   fs::create_directories(dir_);

@@ -33,6 +33,8 @@ class RunCheckpoints {
 
   const std::string& dir() const { return dir_; }
   bool any() const;  // latest.json exists
+  // The .pth latest.json points at ("" when none): checked before it is loaded.
+  std::string latest_path() const;
 
   // Writes the model as step-<progress.global_step>.pth (and best.pth when
   // `best`) and its .state with the optimizer (when given), the CPU generator

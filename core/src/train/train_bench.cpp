@@ -21,20 +21,12 @@
 #include "expnet/train/radam.h"
 #include "expnet/text/vocabulary.h"
 #include "expnet/train/train_steps.h"
+#include "expnet/system/statistics.h"
 
 namespace fs = std::filesystem;
 
 namespace expnet {
 namespace {
-
-// The middle value, or the mean of the two middle ones (0 for none). app/cli's
-// benchmarks have theirs; core has no shared statistics helper yet.
-double median_of(std::vector<double> v) {
-  if (v.empty()) return 0;
-  std::sort(v.begin(), v.end());
-  const size_t n = v.size();
-  return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
-}
 
 double process_cpu_ms() {
   timespec ts{};
@@ -123,14 +115,14 @@ TrainBenchResult bench_training(const TrainBenchOptions& o) {
     times.backward.push_back(ms(t4, t5));
     times.optimizer.push_back(ms(t5, t6));
   }
-  r.step_ms = median_of(times.step);
-  r.data_ms = median_of(times.data);
-  r.backbone_fwd_ms = median_of(times.backbone);
-  r.encdec_fwd_ms = median_of(times.encdec);
-  r.loss_ms = median_of(times.loss);
-  r.backward_ms = median_of(times.backward);
-  r.optimizer_ms = median_of(times.optimizer);
-  r.cpu_ms = median_of(times.cpu);
+  r.step_ms = median(times.step);
+  r.data_ms = median(times.data);
+  r.backbone_fwd_ms = median(times.backbone);
+  r.encdec_fwd_ms = median(times.encdec);
+  r.loss_ms = median(times.loss);
+  r.backward_ms = median(times.backward);
+  r.optimizer_ms = median(times.optimizer);
+  r.cpu_ms = median(times.cpu);
   r.images_per_cpu_s = r.cpu_ms > 0 ? 1000.0 * static_cast<double>(o.batch) / r.cpu_ms : 0;
   r.images_per_s = r.step_ms > 0 ? 1000.0 * static_cast<double>(o.batch) / r.step_ms : 0;
   return r;

@@ -23,7 +23,7 @@ using Names = std::vector<std::pair<V, std::string>>;
 // Function statics: the tables below and to_string() may run before this
 // file's globals would be initialised.
 const Names<Objective>& objectives() {
-  static const Names<Objective> names = {{Objective::xe, "xe"}, {Objective::scst, "scst"}};
+  static const Names<Objective> names = {{Objective::xe, "xe"}, {Objective::scst, "scst"}, {Objective::pnaic, "pnaic"}};
   return names;
 }
 const Names<BatchUnit>& batch_units() {
@@ -45,6 +45,10 @@ const Names<LrScheduleKind>& schedules() {
 }
 const Names<bool>& backbones() {  // StageConfig::frozen_backbone
   static const Names<bool> names = {{true, "frozen"}, {false, "train"}};
+  return names;
+}
+const Names<bool>& pnaic_decoders() {  // TrainConfig::decoder_from_teacher
+  static const Names<bool> names = {{false, "fresh"}, {true, "teacher"}};
   return names;
 }
 const Names<std::string>& shapes_styles() {  // TrainConfig::shapes_style, expnet/data/shapes_scene.h's styles
@@ -133,7 +137,8 @@ const std::vector<Field<StageConfig>>& stage_fields() {
       // what the stage trains, on what
       plain("name", &S::name, "Stage name, shown in the log and the charts"),
       choice("objective", &S::objective, objectives(),
-             "xe (cross-entropy with label smoothing) or scst (self-critical, CIDEr-D reward)"),
+             "xe (cross-entropy with label smoothing), scst (self-critical, CIDEr-D reward) or pnaic "
+             "(PNAIC groups, cross-entropy on the teacher's captions)"),
       choice("backbone", &S::frozen_backbone, backbones(),
              "frozen (features extracted once, cached) or train (end to end)"),
       plain("epochs", &S::epochs, "Epochs of this stage"),
@@ -155,6 +160,9 @@ const std::vector<Field<StageConfig>>& stage_fields() {
       plain("drop_path", &S::drop_path, "Swin drop-path (end-to-end stages only)"),
       plain("max_batches_per_epoch", &S::max_batches_per_epoch,
             "Cap on micro-batches per epoch; 0 = the whole epoch (quick runs)"),
+      plain("deletion", &S::deletion, "pnaic: probability of an invalid (DEL) group in a caption's division"),  // PNAIC
+      plain("curriculum_c0", &S::curriculum_c0,
+            "pnaic: c0 of the curriculum f(m) = min(1, sqrt(m(1-c0^2)/M + c0^2)), the chance of equal groups at step 0"),
   };
   return table;
 }
@@ -162,11 +170,30 @@ const std::vector<Field<StageConfig>>& stage_fields() {
 void check_stage(const StageConfig& s, const std::string& source) {
   if (s.batch < 1 || s.accumulate < 1 || s.epochs < 0 || s.lr < 0 || s.anneal_every < 1)
     throw std::runtime_error(source + ": batch, accumulate, anneal_every must be >= 1, epochs and lr >= 0");
+  if (s.deletion < 0 || s.deletion > 1 || s.curriculum_c0 < 0 || s.curriculum_c0 > 1)
+    throw std::runtime_error(source + ": deletion and curriculum_c0 are probabilities (0 to 1)");
 }
 
+// A PNAIC run trains one student from one teacher: every stage is pnaic (the
+// AIC teacher is trained by a run of its own), and the teacher is named.
 void check_config(const TrainConfig& c, const std::string& source) {
   for (size_t i = 0; i < c.stages.size(); ++i) check_stage(c.stages[i], source + " stage " + std::to_string(i));
   if (c.keep_last < 1) throw std::runtime_error(source + ": keep_last must be >= 1");
+  const auto pnaic_stages = std::count_if(c.stages.begin(), c.stages.end(),
+                                          [](const StageConfig& s) { return s.objective == Objective::pnaic; });
+  if (pnaic_stages > 0 && pnaic_stages != static_cast<long>(c.stages.size()))
+    throw std::runtime_error(source + ": a run with pnaic stages has only pnaic stages (train the AIC teacher "
+                             "in a run of its own and name its checkpoint in 'teacher')");
+  if (pnaic_stages > 0 && c.teacher.empty())
+    throw std::runtime_error(source + ": pnaic stages need 'teacher': the AIC checkpoint to distil (a path, or demo)");
+  if (pnaic_stages == 0 && !c.teacher.empty())
+    throw std::runtime_error(source + ": 'teacher' is set but no stage has objective pnaic; drop it or add pnaic stages");
+  if (c.pnaic_groups < 0)
+    throw std::runtime_error(source + ": pnaic_groups (K) must be >= 1, not " + std::to_string(c.pnaic_groups) +
+                             " (0 = the model's)");
+  if (c.distillation_beam < 1) throw std::runtime_error(source + ": distillation_beam must be >= 1");
+  if (c.model_json.empty() && c.teacher.empty())
+    throw std::runtime_error(source + ": key 'model' (a preset name or an object) is missing");
 }
 
 // Strict: a key the table does not list is an error, not ignored.
@@ -210,12 +237,12 @@ StageConfig stage_from_json(const json& j, const std::string& source) {
 Field<TrainConfig> model_field() {
   return {{"model", ConfigFieldType::object, "", "Model preset name (docs/model.md) or a model-config object", {}},
           [](const json* value, TrainConfig& c, const std::string& source) {
-            if (!value) throw std::runtime_error(source + ": key 'model' (a preset name or an object) is missing");
+            if (!value || value->is_null()) return;  // check_config: required unless a teacher gives it
             const ModelConfig model = value->is_string() ? resolve_model_config(value->get<std::string>())
                                                          : ModelConfig::from_json(value->dump(), source + " model");
             c.model_json = model.to_json();
           },
-          [](const TrainConfig& c) { return json::parse(c.model_json); }};
+          [](const TrainConfig& c) { return c.model_json.empty() ? json(nullptr) : json::parse(c.model_json); }};
 }
 
 Field<TrainConfig> decoding_field() {
@@ -271,6 +298,14 @@ const std::vector<Field<TrainConfig>>& train_fields() {
       choice("feature_cache", &C::feature_cache, feature_cache_modes(),
              "Frozen-backbone stages: disk (features extracted once, float16 file) or off (backbone per batch)"),
       decoding_field(),
+      // PNAIC runs (docs/training.md, "PNAIC")
+      plain("teacher", &C::teacher,
+            "pnaic stages: the AIC checkpoint whose beam captions are the targets and whose encoder starts the student "
+            "(a path, or demo)"),
+      plain("pnaic_groups", &C::pnaic_groups, "pnaic: K word groups decoded in parallel; 0 = the model's pnaic_groups"),
+      choice("pnaic_decoder", &C::decoder_from_teacher, pnaic_decoders(),
+             "pnaic: the student's decoder starts fresh (seeded) or from the teacher's"),
+      plain("distillation_beam", &C::distillation_beam, "pnaic: beam of the teacher's captions of the training images"),
       stages_field(),
   };
   return table;
@@ -350,13 +385,33 @@ TrainConfig train_preset(const std::string& name) {
     // green square" out (29 such loops in 1,000 held-out captions without them)
     // while "a red circle left of a red square" stays possible.
     c.decoding_json = R"({"beam_size":3,"no_repeat_ngram_size":3,"max_word_run":1})";
+  } else if (name == "shapes-pnaic-k2" || name == "shapes-pnaic-k5") {
+    // The shipped PNAIC demo models (docs/training.md, "PNAIC"): distilled from
+    // the demo model on the set it was trained on (shapes-demo's), whose beam-3
+    // captions of the 2400 training images are the targets. The backbone stays
+    // the teacher's (frozen, cached features); encoder and decoder train.
+    c.model_json.clear();  // the teacher's, plus pnaic_groups
+    c.teacher = "demo";
+    c.pnaic_groups = name == "shapes-pnaic-k2" ? 2 : 5;
+    c.decoder_from_teacher = true;
+    c.shapes_images = 3000;
+    c.shapes_style = "classic";
+    c.vocab_min_count = 1;
+    c.validation_images = 60;
+    auto pnaic = StageConfig{"pnaic", Objective::pnaic, true, 24, 1, 5e-4, LR::linear_warmup, 100, 0.8, 4, 16, 1.0, 0.1, 0.0, 0};
+    c.stages = {pnaic};
+    // Greedy per group is a PNAIC model's only search; no word twice in a row inside a group.
+    c.decoding_json = R"({"max_word_run":1})";
   } else {
-    throw std::runtime_error("unknown training preset '" + name + "' (use paper or shapes-demo, or --config FILE)");
+    throw std::runtime_error("unknown training preset '" + name +
+                             "' (use paper, shapes-demo, shapes-pnaic-k2 or shapes-pnaic-k5, or --config FILE)");
   }
   check_config(c, "training preset '" + name + "'");  // the presets obey the schema's limits too
   return c;
 }
 
-std::vector<std::string> train_preset_names() { return {"paper", "shapes-demo"}; }
+std::vector<std::string> train_preset_names() {
+  return {"paper", "shapes-demo", "shapes-pnaic-k2", "shapes-pnaic-k5"};
+}
 
 }  // namespace expnet

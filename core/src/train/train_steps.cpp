@@ -3,11 +3,14 @@
 
 #include <torch/torch.h>
 
+#include <random>
 #include <stdexcept>
+#include <string>
 
 #include "expnet/data/data_loader.h"
 #include "expnet/metrics/cider_reward.h"
 #include "expnet/model/expansion_net.h"
+#include "expnet/model/pnaic.h"
 #include "expnet/train/losses.h"
 
 namespace expnet {
@@ -40,6 +43,62 @@ XeStepResult xe_step(ExpansionNetImpl& model, const torch::Tensor& features, con
   if (options.forward_done) options.forward_done();
   XeStepResult result;
   result.loss = label_smoothing_loss(log_probs, target, options.pad_id, options.smoothing, &result.target_tokens);
+  return result;
+}
+
+namespace {
+
+uint64_t splitmix64(uint64_t x) {
+  x += 0x9E3779B97F4A7C15ULL;
+  x = (x ^ (x >> 30)) * 0xBF58476D1CE4E5B9ULL;
+  x = (x ^ (x >> 27)) * 0x94D049BB133111EBULL;
+  return x ^ (x >> 31);
+}
+
+}  // namespace
+
+std::vector<GroupDivision> draw_batch_divisions(const Batch& batch, const PnaicStepOptions& options) {
+  const double f = curriculum_rate(options.step, options.total_steps, options.c0);
+  std::vector<GroupDivision> out;
+  for (size_t row = 0; row < batch.caption_items.size(); ++row) {
+    // One generator per caption, seeded by the step's seed and the caption's
+    // image and row among that image's rows: the draws do not depend on how
+    // the batch is split over ranks (N ranks of b draw what one process of N*b does).
+    const auto item = static_cast<size_t>(batch.caption_items[row]);
+    size_t nth = 0;
+    for (size_t r = 0; r < row; ++r) nth += static_cast<size_t>(batch.caption_items[r]) == item;
+    const uint64_t image = item < batch.image_indices.size() ? batch.image_indices[item] : item;
+    std::mt19937_64 rng(splitmix64(splitmix64(options.draw_seed ^ splitmix64(image)) + nth));
+    // A row is SOS w1 .. wn EOS PAD...: the words are what lies between SOS and EOS.
+    std::vector<int64_t> words;
+    for (int64_t t = 1; t < batch.length; ++t) {
+      const int64_t id = batch.tokens[row * static_cast<size_t>(batch.length) + static_cast<size_t>(t)];
+      if (id == options.tokens.eos || id == options.tokens.pad) break;
+      words.push_back(id);
+    }
+    out.push_back(draw_group_division(words, options.groups, f, options.p_delete, rng));
+  }
+  return out;
+}
+
+XeStepResult pnaic_xe_step(ExpansionNetImpl& model, const torch::Tensor& features, const Batch& batch,
+                           const PnaicStepOptions& options) {
+  if (model.config().pnaic_groups != options.groups)
+    throw std::invalid_argument("pnaic_xe_step: the model has pnaic_groups " + std::to_string(model.config().pnaic_groups) +
+                                ", the step was asked for K = " + std::to_string(options.groups));
+  const auto device = features.device();
+  const auto laid = layout_group_batch(draw_batch_divisions(batch, options), options.groups, options.tokens,
+                                       model.config().max_seq_len);
+  const auto input = laid.tokens.to(device);
+  auto enc = model.encode(features);
+  if (options.image_wise) enc = enc.index_select(0, torch::tensor(batch.caption_items, torch::kLong).to(device));
+  const auto log_probs = model
+                             .decode(enc, input, step_causal_mask(input, options.groups, options.tokens.pad),
+                                     cross_attention_mask(input, options.tokens.pad, enc.size(1)))
+                             .to(torch::kFloat);
+  XeStepResult result;
+  result.loss = label_smoothing_loss(log_probs, laid.targets.to(device), options.tokens.pad, options.smoothing,
+                                     &result.target_tokens);
   return result;
 }
 

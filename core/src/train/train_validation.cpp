@@ -7,6 +7,7 @@
 #include <string>
 
 #include "decode/step_decoders.h"
+#include "expnet/decode/group_decoding.h"
 #include "expnet/data/dataset.h"
 #include "expnet/image/image_decode.h"
 #include "expnet/image/preprocess.h"
@@ -37,7 +38,8 @@ std::vector<std::vector<int64_t>> gather_captions(ProcessGroup& group, const std
   return out;
 }
 
-// This rank's share of the images, decoded by beam search in chunks of 16.
+// This rank's share of the images, decoded by beam search in chunks of 16 (a
+// PNAIC model: greedy per group, its only search, as `expnet caption` does).
 std::vector<std::vector<int64_t>> decode_share(ExpansionNet& model, const Dataset& dataset,
                                                const std::vector<size_t>& images, const Vocabulary& vocab,
                                                const ValidationOptions& options, int rank, int world) {
@@ -51,6 +53,12 @@ std::vector<std::vector<int64_t>> decode_share(ExpansionNet& model, const Datase
   SpecialTokens special;
   special.sos = vocab.sos_id();
   special.eos = vocab.eos_id();
+  const bool pnaic = model->config().is_pnaic();
+  DecodingOptions group_opt;
+  group_opt.search = SearchKind::Greedy;
+  group_opt.beam_size = 1;
+  group_opt.max_length = options.max_len + 1;  // steps per group, counting SOS
+  group_opt.return_token_logprobs = false;
   std::vector<std::vector<int64_t>> decoded;
   const size_t chunk = 16;
   for (size_t b = 0; b < mine.size(); b += chunk) {
@@ -58,8 +66,9 @@ std::vector<std::vector<int64_t>> decode_share(ExpansionNet& model, const Datase
     std::vector<cv::Mat> mats;
     for (size_t k = b; k < e; ++k) mats.push_back(load_image_rgb(dataset.image_path(dataset.images[images[mine[k]]])));
     const auto feats = model->backbone(images_to_model_input(mats, options.image_size).to(options.device));
-    const auto decoder = make_incremental_decoder(model, model->encode(feats));
-    const auto results = decode(*decoder, static_cast<int64_t>(e - b), special, opt);
+    const auto enc = model->encode(feats);
+    const auto results = pnaic ? decode_groups(model, enc, {vocab.sos_id(), vocab.eos_id(), vocab.del_id()}, group_opt)
+                               : decode(*make_incremental_decoder(model, enc), static_cast<int64_t>(e - b), special, opt);
     for (size_t k = b; k < e; ++k) decoded.push_back(results[k - b].hypotheses.front().tokens);
   }
   return decoded;
@@ -72,7 +81,9 @@ ValidationResult validate_captions(ExpansionNet model, const Dataset& dataset, c
   torch::NoGradGuard no_grad;
   model->eval();
   auto decoded = decode_share(model, dataset, images, vocab, options, group ? group->rank() : 0, group ? group->size() : 1);
-  if (group) decoded = gather_captions(*group, decoded, images.size(), options.max_len, options.device);
+  // A PNAIC caption is up to K groups of max_len words.
+  const auto words = options.max_len * static_cast<int>(std::max<int64_t>(1, model->config().pnaic_groups));
+  if (group) decoded = gather_captions(*group, decoded, images.size(), words, options.device);
   ValidationResult result;
   if (group && group->rank() != 0) return result;
   EvalSet set;

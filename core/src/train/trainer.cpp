@@ -25,10 +25,13 @@
 #include "expnet/model/expansion_net.h"
 #include "expnet/model/model_config.h"
 #include "expnet/train/distributed.h"
+#include "expnet/model/pnaic.h"
 #include "expnet/train/lr_schedule.h"
+#include "expnet/train/pnaic_teacher.h"
 #include "expnet/train/radam.h"
 #include "expnet/train/run_store.h"
 #include "expnet/train/train_steps.h"
+#include "train/distilled_data.h"
 #include "train/run_checkpoints.h"
 #include "train/stage_features.h"
 #include "train/train_data.h"
@@ -73,6 +76,7 @@ struct StageRun {
   std::vector<torch::Tensor> params;
   XeStepOptions xe;
   ScstOptions scst;
+  PnaicStepOptions pnaic;
 };
 
 // What one optimizer step did.
@@ -93,6 +97,7 @@ class Trainer {
  private:
   // set-up
   void join_process_group();
+  void prepare_pnaic();
   void build_model();
   void open_run();
   bool resume_from_latest();
@@ -129,6 +134,7 @@ class Trainer {
   std::unique_ptr<StageFeatures> features_;  // frozen stages with the disk cache
   bool interrupted_ = false;
   std::unique_ptr<ProcessGroup> group_;  // distributed runs only
+  std::unique_ptr<PnaicRun> pnaic_;      // PNAIC runs only; the teacher is released once the student is built
 };
 
 // ---------------------------------------------------------------- set-up
@@ -145,12 +151,31 @@ void Trainer::join_process_group() {
                cuda ? "NCCL" : "Gloo");
 }
 
+// A PNAIC run: the teacher, the student's config (written into config_, so the
+// run store and every checkpoint carry it) and every bad input, before the data.
+void Trainer::prepare_pnaic() {
+  const std::string source = "training config '" + config_.name + "'";
+  pnaic_ = std::make_unique<PnaicRun>(prepare_pnaic_run(config_, options_.device, source));
+  config_.model_json = pnaic_->student_config.to_json();
+  if (!config_.init_checkpoint.empty())
+    check_student_checkpoint(config_.init_checkpoint, *pnaic_, "init_checkpoint of " + source);
+  if (options_.resume && checkpoints_.any())
+    check_student_checkpoint(checkpoints_.latest_path(), *pnaic_, "the run's latest checkpoint (--resume)");
+}
+
 void Trainer::build_model() {
   model_config_ = ModelConfig::from_json(config_.model_json, "training config model");
   // Seed before construction: the reference initialisation keeps the modules'
   // default (random) 1-D biases, drawn in the constructors.
   torch::manual_seed(config_.seed);
   model_ = ExpansionNet(model_config_, static_cast<int64_t>(data_.vocab->size()));
+  if (pnaic_) {
+    // Encoder and backbone (and the decoder when asked) start from the teacher.
+    const auto copied = init_pnaic_from_aic(*model_, pnaic_->teacher->model(), config_.decoder_from_teacher);
+    spdlog::info("PNAIC student (K = {}) initialised from teacher {} ({} tensors, decoder {})", model_config_.pnaic_groups,
+                 pnaic_->teacher_path, copied, config_.decoder_from_teacher ? "from the teacher" : "fresh");
+    pnaic_->teacher.reset();
+  }
   if (!config_.init_checkpoint.empty()) {
     // Fine-tuning (e.g. SCST from an XE run's best.pth): every weight must fit.
     const auto report = load_state_dict(*model_, config_.init_checkpoint);
@@ -244,6 +269,12 @@ StageRun Trainer::begin_stage(const StageConfig& stage) {
   run.scst.eos_id = data_.vocab->eos_id();
   run.scst.pad_id = data_.vocab->pad_id();
   run.scst.max_len = config_.validation_max_len;
+  run.pnaic.groups = model_config_.pnaic_groups;
+  run.pnaic.tokens = {data_.vocab->sos_id(), data_.vocab->eos_id(), data_.vocab->del_id(), data_.vocab->pad_id()};
+  run.pnaic.p_delete = stage.deletion;
+  run.pnaic.c0 = stage.curriculum_c0;
+  run.pnaic.total_steps = run.per_epoch * stage.epochs;  // M: the stage's micro-batches
+  run.pnaic.image_wise = run.xe.image_wise;
   return run;
 }
 
@@ -318,7 +349,15 @@ torch::Tensor Trainer::batch_loss(StageRun& run, const Batch& batch) {
     return scst_step(*model_, features, batch, data_.reward_rows, *data_.reward, run.scst).loss / static_cast<double>(world());
   }
   XeStepResult xe;
-  if (batch.size() > 0) {
+  if (batch.size() > 0 && run.stage.objective == Objective::pnaic) {
+    AutocastScope autocast(options_.autocast);
+    // Curriculum step m and the divisions' draws: functions of (seed, stage,
+    // iteration) and each caption's image, so --resume draws the same groups.
+    run.pnaic.step = progress_.iteration;
+    run.pnaic.draw_seed = config_.seed * 0x9E3779B97F4A7C15ULL + static_cast<uint64_t>(progress_.stage) * 1000003ULL +
+                          static_cast<uint64_t>(progress_.iteration) * 7919ULL;
+    xe = pnaic_xe_step(*model_, batch_features(run.stage, batch), batch, run.pnaic);
+  } else if (batch.size() > 0) {
     AutocastScope autocast(options_.autocast);
     xe = xe_step(*model_, batch_features(run.stage, batch), batch, run.xe);
   }
@@ -456,12 +495,14 @@ TrainOutcome Trainer::run() {
                              "train without --autocast on the CPU");
   fs::create_directories(options_.out_dir);
   join_process_group();
+  if (is_pnaic_run(config_)) prepare_pnaic();  // bad input fails here, before data and training
   if (rank0())
     store_ = std::make_unique<RunStore>(options_.store_path.empty() ? options_.out_dir + "/runs.sqlite" : options_.store_path);
   // Rank 0 generates a missing shapes set; the others wait for it (generation can outlast the collective timeout).
   if (group_ && !rank0()) group_->wait_flag("data", std::chrono::hours(1));
   data_ = load_train_data(config_, options_.out_dir, rank0());
   if (group_ && rank0()) group_->set_flag("data");
+  if (pnaic_) use_distillation_targets(data_, *pnaic_, config_, options_.out_dir, group_.get(), options_.progress);
   build_model();
   open_run();
   if (group_) {

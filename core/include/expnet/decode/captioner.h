@@ -10,6 +10,7 @@
 
 #include "expnet/decode/carried_decoding.h"
 #include "expnet/decode/decoding.h"
+#include "expnet/decode/group_decoding.h"
 #include "expnet/image/image_decode.h"
 #include "expnet/model/model_config.h"
 #include "expnet/text/vocabulary.h"
@@ -45,6 +46,7 @@ struct CaptionedImage {
   std::string error;  // non-empty when the image could not be captioned
   std::vector<Hypothesis> captions;
   std::vector<std::string> texts;  // caption words joined, one per hypothesis
+  int steps = 0;                   // decoder steps spent on this image
   CaptionTiming ms;
 };
 
@@ -61,18 +63,24 @@ class Captioner {
   const Vocabulary& vocabulary() const { return vocab_; }
   // The decoding options the checkpoint carries (none for the authors' files):
   // callers start from carried_decoding().apply_to(...) and let the user override.
+  // A PNAIC model's always include search greedy (its only search).
   const CarriedDecoding& carried_decoding() const { return carried_; }
   ExpansionNetImpl& model();
+  std::shared_ptr<ExpansionNetImpl> shared_model();  // for decoder states, which hold the model
   const std::string& device() const { return device_; }
   double load_ms() const { return load_ms_; }
   SpecialTokens special_tokens(bool with_bad_endings) const;
+  // A PNAIC model (config().is_pnaic()): decode_groups instead of decode.
+  GroupSpecialTokens group_special_tokens() const;
 
   // Decoded RGB image -> 1 x 3 x S x S normalised input (Pillow-exact resize).
   at::Tensor preprocess(const cv::Mat& rgb) const;
   // B x 3 x S x S -> encoder output B x N x d_model (backbone + encoder).
   at::Tensor encode(const at::Tensor& images);
   std::unique_ptr<StepDecoder> make_decoder(const at::Tensor& encoded, DecoderKind kind);
-  // Defaults filled in (max_length = model max_seq_len when 0).
+  // Defaults filled in (max_length = model max_seq_len when 0). Throws
+  // std::invalid_argument for options the model cannot decode with (a PNAIC
+  // model decodes greedily: check_group_decoding_options).
   DecodingOptions complete(DecodingOptions options) const;
 
   // Captions images read from disk, `batch` at a time; bad files get an error

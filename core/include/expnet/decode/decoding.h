@@ -25,6 +25,9 @@ struct StepUpdate {
   int step = 0;                    // tokens generated so far (SOS not counted)
   std::vector<int64_t> best;       // the current best hypothesis, SOS first
   bool finished = false;           // this image's search is over
+  // PNAIC (group_decoding.h): the word each group got at this step, -1 for a
+  // group that had already ended. Empty for AIC.
+  std::vector<int64_t> group_words;
 };
 
 struct DecodingOptions {
@@ -54,11 +57,23 @@ struct DecodingOptions {
   void validate() const;
 };
 
+// PNAIC (group_decoding.h): one decoded word group, its words (no SOS, no
+// EOS or DEL) and how it ended.
+enum class GroupEnd { eos, del, length };
+struct WordGroup {
+  std::vector<int64_t> tokens;
+  GroupEnd end = GroupEnd::length;
+  std::vector<float> token_logprobs;  // one per generated token, the closing EOS/DEL included
+};
+
 struct Hypothesis {
   std::vector<int64_t> tokens;       // SOS first, EOS last when produced
   double sum_logprob = 0;            // sum of the token log-probs (model's, unmodified)
   double score = 0;                  // ranking score (length penalty applied)
   std::vector<float> token_logprobs; // one per token after SOS
+  // PNAIC (group_decoding.h): the K groups this caption was made of, in group
+  // order; empty for AIC.
+  std::vector<WordGroup> groups;
 };
 
 struct DecodingResult {

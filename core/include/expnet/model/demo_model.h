@@ -19,4 +19,13 @@ std::vector<std::string> demo_model_search_dirs();
 std::string demo_checkpoint_path();
 bool demo_model_available();
 
+// The built-in models by name, each a file in the same places: "demo" (the AIC
+// demo model above) and the PNAIC models distilled from it, "pnaic-demo-k2" and
+// "pnaic-demo-k5" (pnaic_demo_k2.pth, pnaic_demo_k5.pth; README says how they
+// were made).
+bool is_builtin_model_name(const std::string& name);
+// The file of a built-in model; throws naming every place looked at and how to
+// make the file when it is missing.
+std::string builtin_model_path(const std::string& name);
+
 }  // namespace expnet

@@ -150,6 +150,8 @@ class ExpansionNetImpl : public torch::nn::Module {
   torch::Tensor encode(const torch::Tensor& features, std::vector<ExpansionTrace>* traces = nullptr);
   // Log-probabilities B x T x V. self_mask: B x T x T (nonzero = position u is
   // visible from t); cross_mask: B x T x N or undefined (all visible).
+  // A PNAIC model (config().pnaic_groups = K) reads tokens as K groups of T/K
+  // steps, group-major (expnet/model/pnaic.h), and wants step_causal_mask.
   torch::Tensor decode(const torch::Tensor& enc_out, const torch::Tensor& tokens, const torch::Tensor& self_mask,
                        const torch::Tensor& cross_mask = {});
   // decode() up to dec_reduce_norm (B x T x d), before the vocabulary projection.
@@ -159,6 +161,11 @@ class ExpansionNetImpl : public torch::nn::Module {
   torch::Tensor log_probs(const torch::Tensor& hidden);  // log_softmax(vocab_linear(hidden))
   // Token embedding * sqrt(d) + learned positions starting at `first_position`.
   torch::Tensor embed_tokens(const torch::Tensor& tokens, int64_t first_position = 0);
+  // Token embedding * sqrt(d) + the learned position of each column
+  // (`positions`, T ids) + for a PNAIC model the group embedding of each column
+  // (`groups`, T ids; undefined for an AIC model). tokens: B x T.
+  torch::Tensor embed_tokens_at(const torch::Tensor& tokens, const torch::Tensor& positions,
+                                const torch::Tensor& groups);
 
   // The reference initialisation: torch.nn's defaults, then Swin's (truncated
   // normal 0.02 for Linear weights, zero biases, LayerNorm 1/0), then
@@ -180,8 +187,11 @@ class ExpansionNetImpl : public torch::nn::Module {
   LayerNorm enc_reduce_norm{nullptr};
   Linear dec_reduce_group{nullptr};
   LayerNorm dec_reduce_norm{nullptr};
+  Embedding pnaic_group_embed{nullptr};  // K x d_model, PNAIC models only (not in the reference)
 
  private:
+  // embed_tokens_at without the position check (its callers made it).
+  torch::Tensor embed_checked(const torch::Tensor& tokens, const torch::Tensor& positions, const torch::Tensor& groups);
   ModelConfig config_;
   int64_t vocab_size_;
   DropoutRates dropout_;

@@ -40,6 +40,12 @@ struct ModelConfig {
   std::vector<int64_t> num_exp_enc_list{32, 64, 128, 256, 512};  // static expansion groups
   int64_t num_exp_dec = 16;                                // dynamic expansion slots
   int64_t max_seq_len = 74;                                // learned positions (counts SOS)
+  // Not an argument of the reference: 0 = an autoregressive (AIC) decoder; K >= 1
+  // = a PNAIC decoder of K word groups decoded in parallel (expnet/model/pnaic.h),
+  // with a learned group embedding and DEL in its vocabulary. Written to JSON
+  // only when set.
+  int64_t pnaic_groups = 0;
+  bool is_pnaic() const { return pnaic_groups > 0; }
 
   // Derived shapes.
   int64_t num_stages() const { return static_cast<int64_t>(swin_depths.size()); }

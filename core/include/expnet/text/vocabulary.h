@@ -29,6 +29,12 @@ class Vocabulary {
   int64_t eos_id() const { return eos_id_; }
   int64_t pad_id() const { return pad_id_; }
   int64_t unk_id() const { return unk_id_; }  // -1 when the vocabulary has no UNK
+  // PNAIC's "this group is invalid" token (expnet/model/pnaic.h); -1 when absent
+  // (every AIC vocabulary).
+  int64_t del_id() const { return del_id_; }
+  // This vocabulary with DEL appended as the last id (the ids of every other
+  // word unchanged). Throws std::invalid_argument when it already has one.
+  Vocabulary with_del() const;
   const std::string& sos_word() const { return sos_; }
   const std::string& eos_word() const { return eos_; }
 
@@ -40,7 +46,8 @@ class Vocabulary {
   std::string decode_text(const std::vector<int64_t>& ids) const;
 
   // Our JSON format: {"format":"expnet-vocabulary","version":1,"words":[...],
-  // "sos":"SOS","eos":"EOS","pad":"PAD","unk":"UNK"}.
+  // "sos":"SOS","eos":"EOS","pad":"PAD","unk":"UNK"}, plus "del":"DEL" when the
+  // vocabulary has DEL.
   std::string to_json() const;
   static Vocabulary from_json(const std::string& text, const std::string& source = "vocabulary");
   static Vocabulary load_json(const std::string& path);
@@ -49,8 +56,8 @@ class Vocabulary {
  private:
   std::vector<std::string> words_;
   std::unordered_map<std::string, int64_t> index_;
-  std::string sos_, eos_, pad_, unk_;
-  int64_t sos_id_ = -1, eos_id_ = -1, pad_id_ = -1, unk_id_ = -1;
+  std::string sos_, eos_, pad_, unk_, del_ = "DEL";
+  int64_t sos_id_ = -1, eos_id_ = -1, pad_id_ = -1, unk_id_ = -1, del_id_ = -1;
 };
 
 }  // namespace expnet

@@ -13,7 +13,8 @@
 
 namespace expnet {
 
-enum class Objective { xe, scst };
+// pnaic: PNAIC cross-entropy on the teacher's captions (docs/training.md, "PNAIC").
+enum class Objective { xe, scst, pnaic };
 // XE: caption = a batch of (image, caption) pairs, every caption once per epoch
 // (the reference); image = a batch of images, each with all its captions, so the
 // backbone runs once per image (self-critical.pytorch's seq_per_img). SCST is
@@ -47,6 +48,9 @@ struct StageConfig {
   double drop_path = 0.1;         // Swin drop-path when the backbone trains
   int64_t max_batches_per_epoch = 0;  // 0 = the whole epoch (tests and quick runs)
   BatchUnit batch_unit = BatchUnit::caption;
+  // pnaic stages: invalid-group deletion probability p, curriculum start c0.
+  double deletion = 0.5;
+  double curriculum_c0 = 0.01;
 
   std::string to_json() const;    // the stage object of the config file
 };
@@ -72,13 +76,21 @@ struct TrainConfig {
   // The decoding options every checkpoint of the run carries (CarriedDecoding::to_json(),
   // expnet/decode/carried_decoding.h): "{}" = none.
   std::string decoding_json = "{}";
+  // PNAIC runs (stages of objective pnaic): the AIC teacher checkpoint (a path,
+  // or "demo"), K (0 = the model's pnaic_groups), whether the decoder starts
+  // from the teacher's (else fresh), and the beam of the distillation captions.
+  // model_json may then be empty: the model is the teacher's plus K.
+  std::string teacher;
+  int64_t pnaic_groups = 0;
+  bool decoder_from_teacher = false;
+  int distillation_beam = 3;
   std::vector<StageConfig> stages;
 
   static TrainConfig from_json(const std::string& text, const std::string& source);  // strict, named errors
   std::string to_json() const;
 };
 
-TrainConfig train_preset(const std::string& name);  // "paper", "shapes-demo"
+TrainConfig train_preset(const std::string& name);  // "paper", "shapes-demo", "shapes-pnaic-k2", "shapes-pnaic-k5"
 std::vector<std::string> train_preset_names();
 
 // What a form needs to show one key of a schema: its JSON key, the kind of

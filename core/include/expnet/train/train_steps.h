@@ -12,6 +12,8 @@
 #include <functional>
 #include <vector>
 
+#include "expnet/train/pnaic_targets.h"
+
 namespace expnet {
 
 class CiderDReward;
@@ -44,6 +46,30 @@ struct XeStepResult {
 // the backbone `features` (one row per batch item), then label_smoothing_loss.
 XeStepResult xe_step(ExpansionNetImpl& model, const at::Tensor& features, const Batch& batch,
                      const XeStepOptions& options);
+
+// ---------------------------------------------------------------- PNAIC XE
+
+// PNAIC's cross-entropy (../shared/docs/pnaic.md, "Training"; docs/training.md,
+// "PNAIC"): each caption of the batch (the teacher's, by distillation) is cut
+// into K groups (draw_group_division at curriculum_rate(step, total_steps, c0)),
+// the model decodes the group-major layout on the step-causal mask, and
+// label_smoothing_loss is taken over every non-pad target (words, EOS, DEL).
+struct PnaicStepOptions {
+  int64_t groups = 1;          // K (the model's pnaic_groups)
+  PnaicTokens tokens;          // SOS, EOS, DEL, PAD of the student's vocabulary
+  double smoothing = 0.1;
+  double p_delete = 0.5;       // invalid-group deletion probability
+  double c0 = 0.01;            // curriculum start
+  int64_t step = 0, total_steps = 0;  // m and M of the curriculum (micro-batches of the stage)
+  uint64_t draw_seed = 0;      // the divisions' draws: with each caption's image (the trainer: seed, stage, step)
+  bool image_wise = false;     // as XeStepOptions::image_wise
+};
+
+// The divisions of the batch's captions (rows of Batch::tokens) as the step draws them.
+std::vector<GroupDivision> draw_batch_divisions(const Batch& batch, const PnaicStepOptions& options);
+
+XeStepResult pnaic_xe_step(ExpansionNetImpl& model, const at::Tensor& features, const Batch& batch,
+                           const PnaicStepOptions& options);
 
 // ---------------------------------------------------------------- SCST
 

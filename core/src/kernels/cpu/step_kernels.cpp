@@ -224,7 +224,108 @@ bool cpu_float_contiguous(const at::Tensor& x) {
   return x.defined() && x.device().is_cpu() && x.scalar_type() == at::kFloat && x.is_contiguous();
 }
 
+// PNAIC's block step (block_expansion_cpu), per row r: position p = first + j
+// of the step. Pointers are to row r's caches; z[e,v] = (Q_e + C_p) . K_v.
+struct BlockRow {
+  const float *cond, *keys, *class_a, *class_b, *visible;  // n x d (visible: n)
+  float *elem_a, *elem_b;                                  // n*NE x d
+};
+
+// The forward outputs of position p's elements (p, e): F[p,e] + B_e + C_p over
+// the visible keys v < n, written to elem_{a,b}[p, e].
+EXPNET_VECTOR_CLONES void block_forward(const BlockRow& row, int64_t p, int64_t n, int64_t ne, int64_t d,
+                                        float inv_scale, const float* queries, const float* biases, float* z,
+                                        float* w) {
+  const float* c = row.cond + p * d;
+  for (int64_t v = 0; v < n; ++v) {
+    const bool seen = row.visible[v] > 0.f;
+    const float ck = seen ? dot(c, row.keys + v * d, d) : 0.f;
+    for (int64_t e = 0; e < ne; ++e)
+      z[e * n + v] = seen ? (dot(queries + e * d, row.keys + v * d, d) + ck) * inv_scale : 0.f;
+  }
+  for (const float sign : {1.f, -1.f}) {
+    const float* classes = sign > 0 ? row.class_a : row.class_b;
+    float* elems = sign > 0 ? row.elem_a : row.elem_b;
+    for (int64_t e = 0; e < ne; ++e) {
+      normalised_relu(z + e * n, sign, w, n);  // hidden keys have z = 0: weight 0
+      float* out = elems + (p * ne + e) * d;
+      for (int64_t i = 0; i < d; ++i) out[i] = biases[e * d + i] + c[i];
+      for (int64_t v = 0; v < n; ++v)
+        if (w[v] != 0.f) add_scaled(out, w[v], classes + v * d, d);
+    }
+  }
+}
+
+// Position p's output: the elements (u, e) of the visible positions u < n,
+// weighted by relu(+-z[u,e,p]) normalised over all of them, mixed by the selector.
+EXPNET_VECTOR_CLONES void block_backward(const BlockRow& row, int64_t p, int64_t n, int64_t ne, int64_t d,
+                                         float inv_scale, const float* queries, const float* selector, float* z,
+                                         float* w, float* out_a, float* out_b, float* out) {
+  const float* k = row.keys + p * d;
+  std::vector<float> slot(static_cast<size_t>(ne));
+  for (int64_t e = 0; e < ne; ++e) slot[static_cast<size_t>(e)] = dot(k, queries + e * d, d);
+  for (int64_t u = 0; u < n; ++u) {
+    const bool seen = row.visible[u] > 0.f;
+    const float kc = seen ? dot(k, row.cond + u * d, d) : 0.f;
+    for (int64_t e = 0; e < ne; ++e) z[u * ne + e] = seen ? (kc + slot[static_cast<size_t>(e)]) * inv_scale : 0.f;
+  }
+  for (const float sign : {1.f, -1.f}) {
+    const float* elems = sign > 0 ? row.elem_a : row.elem_b;
+    float* acc = sign > 0 ? out_a : out_b;
+    normalised_relu(z, sign, w, n * ne);
+    std::fill(acc, acc + d, 0.f);
+    for (int64_t i = 0; i < n * ne; ++i)
+      if (w[i] != 0.f) add_scaled(acc, w[i], elems + i * d, d);
+  }
+  for (int64_t i = 0; i < d; ++i) out[i] = selector[i] * out_a[i] + (1.f - selector[i]) * out_b[i];
+}
+
 }  // namespace
+
+bool block_expansion_cpu_applies(const at::Tensor& parts) { return cpu_float_contiguous(parts) && parts.dim() == 3; }
+
+at::Tensor block_expansion_cpu(const at::Tensor& parts, const at::Tensor& slot_queries, const at::Tensor& slot_biases,
+                               BlockExpansionCaches& caches, int64_t first) {
+  const auto queries = slot_queries.contiguous(), biases = slot_biases.contiguous();
+  const int64_t R = parts.size(0), P = parts.size(1), ne = queries.size(0), d = queries.size(1), n = first + P;
+  const std::vector<at::Tensor> cached{caches.cond, caches.keys, caches.class_a, caches.class_b,
+                                       caches.elem_a, caches.elem_b, caches.visible};
+  bool ok = block_expansion_cpu_applies(parts) && parts.size(2) == 5 * d && cpu_float_contiguous(queries) &&
+            cpu_float_contiguous(biases) && biases.sizes() == queries.sizes();
+  for (const auto& t : cached) ok = ok && cpu_float_contiguous(t) && t.size(0) == R;
+  if (!ok || caches.cond.size(1) < n || caches.elem_a.size(1) < n * ne || caches.visible.size(1) < n)
+    throw std::invalid_argument("block_expansion_cpu: needs contiguous CPU float32 parts (rows x P x 5d), slot "
+                                "queries and biases (NE x d) and caches with room for the step's positions");
+  const int64_t cap = caches.cond.size(1);
+  // The step's cond, key and class rows go into the caches first: its positions see each other.
+  for (int64_t k = 0; k < 4; ++k)
+    cached[static_cast<size_t>(k)].narrow(1, first, P).copy_(parts.narrow(2, k * d, d));
+  const auto selector = at::sigmoid(parts.narrow(2, 4 * d, d)).contiguous();
+  auto out = at::empty({R, P, d}, parts.options());
+  const float inv_scale = static_cast<float>(1.0 / std::sqrt(static_cast<double>(d)));
+  const auto row_of = [&](int64_t r) {
+    return BlockRow{caches.cond.data_ptr<float>() + r * cap * d,    caches.keys.data_ptr<float>() + r * cap * d,
+                    caches.class_a.data_ptr<float>() + r * cap * d, caches.class_b.data_ptr<float>() + r * cap * d,
+                    caches.visible.data_ptr<float>() + r * cap,     caches.elem_a.data_ptr<float>() + r * cap * ne * d,
+                    caches.elem_b.data_ptr<float>() + r * cap * ne * d};
+  };
+  const float *q = queries.data_ptr<float>(), *b = biases.data_ptr<float>(), *sel = selector.data_ptr<float>();
+  float* out_data = out.data_ptr<float>();
+  // Two regions: every new element's forward output before any position's backward step reads it.
+  parallel_step(R * P, 1, [&](int64_t lo, int64_t hi) {
+    std::vector<float> z(static_cast<size_t>(n * ne)), w(static_cast<size_t>(n));
+    for (int64_t task = lo; task < hi; ++task)
+      block_forward(row_of(task / P), first + task % P, n, ne, d, inv_scale, q, b, z.data(), w.data());
+  });
+  parallel_step(R * P, 1, [&](int64_t lo, int64_t hi) {
+    std::vector<float> z(static_cast<size_t>(n * ne)), w(static_cast<size_t>(n * ne)), a(static_cast<size_t>(d)),
+        bb(static_cast<size_t>(d));
+    for (int64_t task = lo; task < hi; ++task)
+      block_backward(row_of(task / P), first + task % P, n, ne, d, inv_scale, q, sel + task * d, z.data(), w.data(),
+                     a.data(), bb.data(), out_data + task * d);
+  });
+  return out;
+}
 
 bool cross_attention_cpu_applies(const at::Tensor& q, const at::Tensor& keys_t, const at::Tensor& values) {
   return cpu_float_contiguous(q) && cpu_float_contiguous(keys_t) && cpu_float_contiguous(values) &&
@@ -283,6 +384,33 @@ at::Tensor expansion_step_cpu(const at::Tensor& parts, const at::Tensor& slot_qu
       step_row(s, r, part + r * 5 * d, selector_data + r * d, query_data, bias_data, pointers,
                lineage + r * lineage_stride, tmp, out_data + r * d);
   });
+  return out;
+}
+
+bool layer_norm_rows_cpu_applies(const at::Tensor& x, const at::Tensor& weight, const at::Tensor& bias) {
+  return cpu_float_contiguous(x) && cpu_float_contiguous(weight) && cpu_float_contiguous(bias) && x.dim() >= 1 &&
+         weight.dim() == 1 && x.size(-1) == weight.numel() && bias.numel() == weight.numel();
+}
+
+at::Tensor layer_norm_rows_cpu(const at::Tensor& x, const at::Tensor& weight, const at::Tensor& bias, double eps) {
+  if (!layer_norm_rows_cpu_applies(x, weight, bias))
+    throw std::invalid_argument("layer_norm_rows_cpu: needs contiguous CPU float32 rows, weight and bias");
+  const int64_t d = weight.numel(), rows = x.numel() / d;
+  auto out = at::empty_like(x);
+  const float *in = x.data_ptr<float>(), *w = weight.data_ptr<float>(), *b = bias.data_ptr<float>();
+  float* o = out.data_ptr<float>();
+  for (int64_t r = 0; r < rows; ++r) {
+    const float* row = in + r * d;
+    // Mean and biased variance in double: LibTorch's own accumulate more
+    // precisely than a float sum would.
+    double mean = 0, var = 0;
+    for (int64_t i = 0; i < d; ++i) mean += row[i];
+    mean /= static_cast<double>(d);
+    for (int64_t i = 0; i < d; ++i) var += (row[i] - mean) * (row[i] - mean);
+    const float inv = static_cast<float>(1.0 / std::sqrt(var / static_cast<double>(d) + eps));
+    const float m = static_cast<float>(mean);
+    for (int64_t i = 0; i < d; ++i) o[r * d + i] = (row[i] - m) * inv * w[i] + b[i];
+  }
   return out;
 }
 

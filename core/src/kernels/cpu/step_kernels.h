@@ -48,6 +48,29 @@ bool cross_attention_cpu_applies(const at::Tensor& q, const at::Tensor& keys_t, 
 at::Tensor cross_attention_cpu(const at::Tensor& q, const at::Tensor& keys_t, const at::Tensor& values,
                                const std::vector<int64_t>& row_image, double scale);
 
+// PNAIC's block step (decode/group_decoding.cpp): one decoder layer's caches of
+// rows with `capacity` positions each, step-major, and their visibility.
+struct BlockExpansionCaches {
+  at::Tensor cond, keys, class_a, class_b;  // rows x capacity x d
+  at::Tensor elem_a, elem_b;                // rows x capacity*NE x d: F[u,e] + B_e + C_u, final once u is fed
+  at::Tensor visible;                       // rows x capacity, 1 for a live position (0: an ended group's)
+};
+
+// True when block_expansion_cpu can run: parts is a contiguous CPU float32 rows x P x 5d tensor.
+bool block_expansion_cpu_applies(const at::Tensor& parts);
+
+// Feeds positions first .. first+P-1 of every row at once (they see each other
+// and every earlier visible position; visible[first..] must be set): writes
+// their cache entries and returns the layer's output for them, rows x P x d.
+at::Tensor block_expansion_cpu(const at::Tensor& parts, const at::Tensor& slot_queries, const at::Tensor& slot_biases,
+                               BlockExpansionCaches& caches, int64_t first);
+
+// torch::layer_norm over the last dimension for a few contiguous CPU float32
+// rows, on the calling thread: LibTorch's splits rows over OpenMP, and a region
+// for five rows of a decoding step costs more than the arithmetic.
+bool layer_norm_rows_cpu_applies(const at::Tensor& x, const at::Tensor& weight, const at::Tensor& bias);
+at::Tensor layer_norm_rows_cpu(const at::Tensor& x, const at::Tensor& weight, const at::Tensor& bias, double eps);
+
 // log_softmax over the last dimension of a contiguous CPU float32 matrix
 // (rows x vocabulary), rows split over the decoding threads: the decoding
 // step's output, without the OpenMP region LibTorch's would start.

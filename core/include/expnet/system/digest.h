@@ -1,0 +1,15 @@
+// Content digests (SHA-1 by LibTorch's c10::sha1): the distillation targets
+// record the teacher checkpoint's digest as its identity and checksum each chunk
+// of targets with it (expnet/train/distillation_targets.h). Integrity, not
+// security: nothing here defends against a forger.
+#pragma once
+
+#include <string>
+
+namespace expnet {
+
+std::string sha1_hex(const std::string& bytes);  // 40 lower-case hex digits
+// Of a file's content. Throws std::runtime_error naming the file when it cannot be read.
+std::string sha1_file(const std::string& path);
+
+}  // namespace expnet
