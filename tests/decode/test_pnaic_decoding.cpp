@@ -130,19 +130,22 @@ class TestPnaicDecoding : public QObject {
   void incrementalEqualsFull_data() {
     QTest::addColumn<int>("groups");
     QTest::addColumn<bool>("cpuKernels");
-    QTest::newRow("K=2 fused CPU kernels") << 2 << true;
-    QTest::newRow("K=5 fused CPU kernels") << 5 << true;
-    QTest::newRow("K=2 LibTorch operations") << 2 << false;
-    QTest::newRow("K=5 LibTorch operations") << 5 << false;
+    QTest::addColumn<int>("images");  // one image: only its live groups are fed
+    for (const int images : {2, 1})
+      for (const bool fused : {true, false})
+        for (const int groups : {2, 5})
+          QTest::addRow("K=%d %s, %d image(s)", groups, fused ? "fused CPU kernels" : "LibTorch operations", images)
+              << groups << fused << images;
   }
 
   // Groups end at different steps (their later positions hidden, the padding
-  // of the full layout); two images at once.
+  // of the full layout); two images at once, and one alone.
   void incrementalEqualsFull() {
     QFETCH(int, groups);
     QFETCH(bool, cpuKernels);
+    QFETCH(int, images);
     torch::NoGradGuard no_grad;
-    const int64_t K = groups, R = 2, steps = 5, pad = 0;
+    const int64_t K = groups, R = images, steps = 5, pad = 0;
     auto model = randomModel(pnaicConfig(K), 14, 8 + K);
     const auto enc = randomEncoding(R, 9);
     torch::manual_seed(10);

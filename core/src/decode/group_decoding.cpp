@@ -64,15 +64,15 @@ std::string to_string(GroupEnd end) {
 struct GroupDecoderState::Impl {
   ExpansionNet model{nullptr};
   int64_t K = 0, rows = 0, steps = 0, capacity = 0;  // capacity in positions
+  int64_t fed = 0;  // positions fed so far (K per step, or the live groups' for one image)
   bool fused = false;  // CPU float32: the fused kernels of step_kernels.h
   std::vector<LayerCaches> layers;
   torch::Tensor visible;  // rows x cap float: 1 for a live position fed so far (every layer's)
-  std::vector<int64_t> row_image;  // rows * K query rows -> image, for the fused cross-attention
 
   void reserve(int64_t positions) {
     if (positions <= capacity) return;
     const int64_t cap = std::max(positions, std::max<int64_t>(capacity * 2, 8 * K));
-    const int64_t used = steps * K;
+    const int64_t used = fed;
     visible = grown(visible, cap, used);
     for (size_t l = 0; l < layers.size(); ++l) {
       auto& c = layers[l].expansion;
@@ -87,7 +87,7 @@ struct GroupDecoderState::Impl {
   // Dynamic Expansion of the step's K new positions (x: rows x K x d, after norm_1).
   torch::Tensor expansion(size_t l, DynamicExpansionImpl& dyn, const torch::Tensor& x) {
     auto& c = layers[l].expansion;
-    const int64_t R = rows, P = K, NE = dyn.num_exp, d = dyn.d_model, n0 = steps * K, n = n0 + P;
+    const int64_t R = rows, P = x.size(1), NE = dyn.num_exp, d = dyn.d_model, n0 = fed, n = n0 + P;
     const double scale = std::sqrt(static_cast<double>(d));
     const auto cond = dyn.cond_embed(x), key = dyn.key_linear(x);  // R x P x d
     c.cond.narrow(1, n0, P).copy_(cond);
@@ -142,7 +142,6 @@ GroupDecoderState::GroupDecoderState(const ExpansionNet& model, const at::Tensor
   s.rows = enc_out.size(0);
   s.fused = cpu_kernels && enc_out.device().is_cpu() && enc_out.scalar_type() == torch::kFloat;
   s.visible = torch::zeros({s.rows, 0}, enc_out.options());
-  for (int64_t r = 0; r < s.rows * s.K; ++r) s.row_image.push_back(r / s.K);
   for (auto& layer : s.model->decoders) {
     LayerCaches c;
     const int64_t d = layer->dyn_exp->d_model;
@@ -173,14 +172,27 @@ at::Tensor GroupDecoderState::step(const at::Tensor& tokens_in, const at::Tensor
   c10::InferenceMode inference;
   const auto device = s.visible.device();
   const auto tokens = tokens_in.to(device, torch::kLong).contiguous();
-  const int64_t n0 = s.steps * s.K;
-  s.reserve(n0 + s.K);
-  s.visible.narrow(1, n0, s.K).copy_(live_in.to(device).to(s.visible.scalar_type()));
-  const auto positions = torch::full({s.K}, s.steps, tokens.options());
-  const auto groups = torch::arange(s.K, tokens.options());
+  // One image: only its live groups are fed (an ended group's position would
+  // be hidden anyway), so later steps cost less. Several: every group, the
+  // ended ones hidden, so rows stay aligned.
+  const bool compact = s.rows == 1;
+  const auto live = live_in.to(device).to(torch::kBool);
+  auto groups = torch::arange(s.K, tokens.options());
+  auto fed_tokens = tokens;
+  if (compact) {
+    groups = live[0].nonzero().view(-1);
+    fed_tokens = tokens.index_select(1, groups);
+  }
+  const int64_t P = groups.numel(), n0 = s.fed;
+  if (P == 0) throw std::invalid_argument("GroupDecoderState::step: every group has ended");
+  s.reserve(n0 + P);
+  s.visible.narrow(1, n0, P).copy_(compact ? torch::ones({1, P}, s.visible.options()) : live.to(s.visible.scalar_type()));
+  const auto positions = torch::full({P}, s.steps, tokens.options());
   RECORD_USER_SCOPE("expnet::decoder_step");
-  auto y = model.embed_tokens_at(tokens, positions, groups);  // rows x K x d (checks steps < max_seq_len)
-  const int64_t R = s.rows, K = s.K, d = model.config().d_model;
+  auto y = model.embed_tokens_at(fed_tokens, positions, groups);  // rows x P x d (checks steps < max_seq_len)
+  const int64_t R = s.rows, d = model.config().d_model;
+  std::vector<int64_t> row_image;  // R * P query rows -> image, for the fused cross-attention
+  for (int64_t r = 0; r < R * P; ++r) row_image.push_back(r / P);
   std::vector<torch::Tensor> outputs;
   for (size_t l = 0; l < s.layers.size(); ++l) {
     auto& layer = *model.decoders[l];
@@ -202,10 +214,10 @@ at::Tensor GroupDecoderState::step(const at::Tensor& tokens_in, const at::Tensor
       const auto q_in = norm(*layer.norm_2, y, s.fused);
       if (s.fused) {
         auto& mha = *layer.mha;
-        const auto q = mha.Wq(q_in).view({R * K, d});
+        const auto q = mha.Wq(q_in).view({R * P, d});
         const double scale = 1.0 / std::sqrt(static_cast<double>(mha.d_k));
         y = y + mha.out_linear(
-                    cross_attention_cpu(q, caches.cross_keys_t, caches.cross_values, s.row_image, scale).view({R, K, d}));
+                    cross_attention_cpu(q, caches.cross_keys_t, caches.cross_values, row_image, scale).view({R, P, d}));
       } else {
         y = y + layer.mha->attend(q_in, caches.cross_keys, caches.cross_values, {});
       }
@@ -218,9 +230,14 @@ at::Tensor GroupDecoderState::step(const at::Tensor& tokens_in, const at::Tensor
   }
   y = y + model.dec_reduce_group(torch::cat(outputs, -1));
   ++s.steps;
+  s.fed += P;
   const auto hidden = norm(*model.dec_reduce_norm, y, s.fused);
-  if (!s.fused) return model.log_probs(hidden);
-  return vocab_log_probs(model, hidden);
+  const auto log_probs = s.fused ? vocab_log_probs(model, hidden) : model.log_probs(hidden);
+  if (!compact || P == s.K) return log_probs;
+  // The ended groups' rows: nothing was computed for them (callers skip them).
+  auto all = torch::zeros({1, s.K, log_probs.size(2)}, log_probs.options());
+  all.index_copy_(1, groups, log_probs);
+  return all;
 }
 
 void check_group_decoding_options(const DecodingOptions& o) {
