@@ -81,7 +81,8 @@ nlohmann::json result_json(const ComparisonResult& result) {
 
 void print_table(const ComparisonResult& result) {
   const bool scored = !result.modes.front().scores.empty();
-  std::cout << result.images.size() << " images, each decoded alone (batch 1) after a warm-up\n";
+  std::cout << result.images.size() << " images, each decoded alone (batch 1) by every mode in turn after a warm-up;"
+            << " ms/image: median; speedup: median of per-image ratios to aic-greedy\n";
   std::cout << std::left << std::setw(16) << "mode" << std::right << std::setw(8) << "groups" << std::setw(7) << "beam"
             << std::setw(8) << "steps" << std::setw(12) << "ms/image" << std::setw(9) << "speedup";
   if (scored) std::cout << std::setw(9) << "BLEU-4" << std::setw(9) << "CIDEr-D";
@@ -119,8 +120,8 @@ void run(const RuntimeOptions& runtime, const CompareArgs& args) {
     if (args.limit > 0 && request.images.size() > args.limit) request.images.resize(args.limit);
   }
   const bool progress = isatty(STDERR_FILENO) != 0;
-  request.progress = [&](size_t mode, size_t done) {
-    if (progress) std::cerr << "\rmode " << mode + 1 << ": " << done << "/" << request.images.size() << std::flush;
+  request.progress = [&](size_t, size_t done) {
+    if (progress) std::cerr << "\r" << done << "/" << request.images.size() << " images" << std::flush;
   };
   const auto result = compare_decoding(request);
   if (progress) std::cerr << "\n";

@@ -1,4 +1,4 @@
-// The built-in demo model: the file README describes (SHA-256, under 30 MB),
+// The built-in demo models: the files README describes (SHA-256, under 30 MB),
 // `expnet caption --model demo` checked as a user would (check_demo_model.py:
 // scenes of held-out renderers - Pillow, OpenCV, QPainter - and an unseen
 // shapes seed), and the Caption page's Demo model button captioning a scene
@@ -6,6 +6,10 @@
 #include <QCryptographicHash>
 #include <QElapsedTimer>
 #include <QFile>
+#include <QFileInfo>
+#include <QJsonArray>
+#include <QJsonDocument>
+#include <QJsonObject>
 #include <QPushButton>
 #include <QRegularExpression>
 #include <QtTest>
@@ -24,8 +28,15 @@
 class TestDemoModel : public QObject {
   Q_OBJECT
  private slots:
+  void fileIsTheOneReadmeDescribes_data() {
+    QTest::addColumn<QString>("name");
+    for (const char* name : {"demo", "pnaic-demo-k2", "pnaic-demo-k5"}) QTest::newRow(name) << QString(name);
+  }
+
+  // Each built-in model file: the one README describes (SHA-256, under 30 MB).
   void fileIsTheOneReadmeDescribes() {
-    const QString path = QString::fromStdString(expnet::demo_checkpoint_path());
+    QFETCH(QString, name);
+    const QString path = QString::fromStdString(expnet::builtin_model_path(name.toStdString()));
     QFile file(path);
     QVERIFY(file.open(QIODevice::ReadOnly));
     QVERIFY2(file.size() < 30 * 1024 * 1024, qPrintable(QString::number(file.size())));
@@ -33,9 +44,29 @@ class TestDemoModel : public QObject {
     QFile readme(QStringLiteral(EXPNET_SOURCE_DIR "/README.md"));
     QVERIFY(readme.open(QIODevice::ReadOnly));
     const QString text = QString::fromUtf8(readme.readAll());
-    const auto match = QRegularExpression(QStringLiteral("demo_model\\.pth SHA-256: `([0-9a-f]{64})`")).match(text);
-    QVERIFY2(match.hasMatch(), "README must give the demo model's SHA-256 as: demo_model.pth SHA-256: `HEX`");
+    const QString fileName = QFileInfo(path).fileName();
+    const auto match =
+        QRegularExpression(QRegularExpression::escape(fileName) + QStringLiteral(" SHA-256: `([0-9a-f]{64})`")).match(text);
+    QVERIFY2(match.hasMatch(), qPrintable("README must give the SHA-256 as: " + fileName + " SHA-256: `HEX`"));
     QCOMPARE(match.captured(1), sha);
+  }
+
+  // The PNAIC demo models load by name alone and decode greedily per group.
+  void pnaicModelsCaptionByName() {
+    const auto scene = expnet::make_shapes_scene(4242, 3, expnet::ShapesStyle::classic);
+    cv::Mat bgr;
+    cv::cvtColor(expnet::render_shapes_scene(scene, 4242, 3), bgr, cv::COLOR_RGB2BGR);
+    const QString image = expnet_test::makeTempDir(QStringLiteral("pnaic_demo")) + QStringLiteral("/scene.png");
+    QVERIFY(cv::imwrite(image.toStdString(), bgr));
+    for (const auto& [name, groups] : {std::pair{"pnaic-demo-k2", 2}, std::pair{"pnaic-demo-k5", 5}}) {
+      const auto r = expnet_test::runProcess(expnet_test::cliPath(),
+                                             {QStringLiteral("caption"), QStringLiteral("--model"), QString(name),
+                                              QStringLiteral("--json"), image});
+      QVERIFY2(r.exitCode == 0, r.err.constData());
+      const auto caption = QJsonDocument::fromJson(r.out.trimmed()).object()["captions"].toArray()[0].toObject();
+      QCOMPARE(caption["groups"].toArray().size(), groups);
+      QVERIFY2(!caption["text"].toString().isEmpty(), r.out.constData());
+    }
   }
 
   // Issue 24: the demo model must hold up on scenes it was not generated from.

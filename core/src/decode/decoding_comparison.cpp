@@ -25,35 +25,61 @@ std::unique_ptr<Captioner> load_model(const std::string& spec, const std::string
   return Captioner::load(source);
 }
 
-// One mode over every image, batch 1, after a warm-up decode of the first image.
-void run_mode(Captioner& captioner, const DecodingOptions& options, const ComparisonRequest& request, size_t index,
-              ModeSummary& mode) {
-  const auto complete = captioner.complete(options);
-  if (!request.images.empty()) captioner.caption_files({request.images.front()}, complete);  // warm-up
-  std::vector<double> times, steps;
-  for (size_t i = 0; i < request.images.size(); ++i) {
-    auto item = std::move(captioner.caption_files({request.images[i]}, complete).front());
-    ModeCaption caption;
-    caption.error = item.error;
-    if (item.error.empty()) {
-      caption.text = item.texts.front();
-      caption.steps = item.steps;
-      caption.groups = item.captions.front().groups;
-      for (const auto& g : caption.groups) {
-        std::string words;
-        for (const auto id : g.tokens) words += (words.empty() ? "" : " ") + captioner.vocabulary().word(id);
-        caption.group_texts.push_back(words);
-      }
-      times.push_back(item.ms.decode);
-      steps.push_back(item.steps);
-    }
-    mode.captions.push_back(std::move(caption));
-    if (request.progress) request.progress(index, i + 1);
+// A mode: the model that decodes it and its options (complete()d).
+struct ModeRun {
+  Captioner* captioner = nullptr;
+  DecodingOptions options;
+  std::vector<double> times;  // decode ms per image (images that failed: none)
+};
+
+// One image with one mode, batch 1, decoded twice: the second time is the one
+// kept (run.times), with the mode's model warm in the caches again after the
+// other modes' decodes of this image.
+ModeCaption caption_one(ModeRun& run, const std::string& image) {
+  run.captioner->caption_files({image}, run.options);
+  auto item = std::move(run.captioner->caption_files({image}, run.options).front());
+  ModeCaption caption;
+  caption.error = item.error;
+  if (!item.error.empty()) return caption;
+  caption.text = item.texts.front();
+  caption.steps = item.steps;
+  caption.groups = item.captions.front().groups;
+  for (const auto& g : caption.groups) {
+    std::string words;
+    for (const auto id : g.tokens) words += (words.empty() ? "" : " ") + run.captioner->vocabulary().word(id);
+    caption.group_texts.push_back(words);
   }
-  mode.decode_ms_per_image = median(times);
-  double total = 0;
-  for (const double s : steps) total += s;
-  mode.steps_mean = steps.empty() ? 0 : total / static_cast<double>(steps.size());
+  run.times.push_back(item.ms.decode);
+  return caption;
+}
+
+// Every image with every mode in turn (side by side, so a machine that slows
+// down or speeds up during the run affects all modes alike), after one warm-up
+// image per mode. Speed-ups are medians of the per-image ratios.
+void run_modes(std::vector<ModeRun>& runs, const ComparisonRequest& request, std::vector<ModeSummary>& modes) {
+  for (auto& run : runs) caption_one(run, request.images.front());
+  for (auto& run : runs) run.times.clear();
+  std::vector<std::vector<double>> per_image(runs.size());  // NaN where the image failed
+  for (size_t i = 0; i < request.images.size(); ++i) {
+    for (size_t m = 0; m < runs.size(); ++m) {
+      const size_t before = runs[m].times.size();
+      modes[m].captions.push_back(caption_one(runs[m], request.images[i]));
+      per_image[m].push_back(runs[m].times.size() > before ? runs[m].times.back() : -1);
+    }
+    if (request.progress) request.progress(runs.size() - 1, i + 1);
+  }
+  for (size_t m = 0; m < runs.size(); ++m) {
+    auto& mode = modes[m];
+    mode.decode_ms_per_image = median(runs[m].times);
+    double steps = 0, counted = 0;
+    for (const auto& c : mode.captions)
+      if (c.error.empty()) steps += c.steps, counted += 1;
+    mode.steps_mean = counted > 0 ? steps / counted : 0;
+    std::vector<double> ratios;
+    for (size_t i = 0; i < request.images.size(); ++i)
+      if (per_image[0][i] > 0 && per_image[m][i] > 0) ratios.push_back(per_image[0][i] / per_image[m][i]);
+    mode.speedup = median(ratios);
+  }
 }
 
 void score(const ComparisonRequest& request, ModeSummary& mode) {
@@ -113,29 +139,25 @@ ComparisonResult compare_decoding(const ComparisonRequest& request) {
                                ") is an AIC model; --pnaic takes a PNAIC model (its config has pnaic_groups)");
     pnaic_models.emplace_back(std::move(pnaic), file);
   }
-  size_t index = 0;
+  std::vector<ModeRun> runs;
   for (auto& [mode, options] : aic_modes) {
     mode.checkpoint = aic_file;
-    run_mode(*aic, options, request, index++, mode);
+    runs.push_back({aic.get(), aic->complete(options), {}});
     result.modes.push_back(std::move(mode));
   }
-  aic.reset();
   for (auto& [pnaic, file] : pnaic_models) {
     ModeSummary mode;
     mode.groups = static_cast<int>(pnaic->config().pnaic_groups);
     mode.name = "pnaic-k" + std::to_string(mode.groups);
     mode.checkpoint = file;
     for (const auto& other : result.modes)
-      if (other.name == mode.name) mode.name += "-" + std::to_string(index);  // two models of one K
-    run_mode(*pnaic, pnaic->carried_decoding().apply_to({}), request, index++, mode);
+      if (other.name == mode.name) mode.name += "-" + std::to_string(result.modes.size());  // two models of one K
+    runs.push_back({pnaic.get(), pnaic->complete(pnaic->carried_decoding().apply_to({})), {}});
     result.modes.push_back(std::move(mode));
-    pnaic.reset();
   }
-  const double base = result.modes.front().decode_ms_per_image;
-  for (auto& mode : result.modes) {
-    mode.speedup = mode.decode_ms_per_image > 0 ? base / mode.decode_ms_per_image : 0;
-    if (!request.references.empty()) score(request, mode);
-  }
+  run_modes(runs, request, result.modes);
+  if (!request.references.empty())
+    for (auto& mode : result.modes) score(request, mode);
   return result;
 }
 

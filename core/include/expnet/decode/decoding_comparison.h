@@ -3,8 +3,9 @@
 // images have reference captions, the corpus scores of `expnet score`. Modes:
 // aic-greedy and aic-beam<B> of the AIC model, pnaic-k<K> of each PNAIC model
 // (its default options: greedy per group). Each image is decoded alone (batch
-// 1, the incremental decoder) after one warm-up image, so the latencies are
-// comparable; docs/pnaic.md.
+// 1, the incremental decoder) by every mode in turn, after one warm-up image
+// per mode, and timed on its second decode (the model warm again), so the
+// latencies are comparable; docs/pnaic.md.
 #pragma once
 
 #include <cstddef>
@@ -24,8 +25,8 @@ struct ComparisonRequest {
   std::vector<std::string> images;                              // paths as opened
   std::vector<std::vector<std::string>> references;            // per image (raw), or empty: no scores
   std::string device = "cpu";
-  // Called after each image of each mode (mode index, images done).
-  std::function<void(size_t mode, size_t done)> progress;
+  // Called after each image (every mode has decoded it): (modes, images done).
+  std::function<void(size_t modes, size_t done)> progress;
 };
 
 struct ModeCaption {
@@ -43,7 +44,9 @@ struct ModeSummary {
   int beam = 1;
   double steps_mean = 0;
   double decode_ms_per_image = 0;  // median over the images (the warm-up excluded)
-  double speedup = 0;              // aic-greedy's decode_ms_per_image / this mode's
+  // Per image, aic-greedy's decode time / this mode's (decoded side by side,
+  // image by image); the median of those ratios.
+  double speedup = 0;
   std::map<std::string, double> scores;  // Bleu_1..Bleu_4, ROUGE_L, CIDEr (empty without references)
   std::vector<ModeCaption> captions;     // per image, in request order
 };
