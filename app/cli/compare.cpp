@@ -82,7 +82,7 @@ nlohmann::json result_json(const ComparisonResult& result) {
 void print_table(const ComparisonResult& result) {
   const bool scored = !result.modes.front().scores.empty();
   std::cout << result.images.size() << " images, each decoded alone (batch 1) by every mode in turn after a warm-up;"
-            << " ms/image: median; speedup: median of per-image ratios to aic-greedy\n";
+            << " ms/image: median; speedup: aic-greedy's ms/image / the mode's\n";
   std::cout << std::left << std::setw(16) << "mode" << std::right << std::setw(8) << "groups" << std::setw(7) << "beam"
             << std::setw(8) << "steps" << std::setw(12) << "ms/image" << std::setw(9) << "speedup";
   if (scored) std::cout << std::setw(9) << "BLEU-4" << std::setw(9) << "CIDEr-D";

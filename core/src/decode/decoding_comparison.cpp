@@ -55,18 +55,13 @@ ModeCaption caption_one(ModeRun& run, const std::string& image) {
 
 // Every image with every mode in turn (side by side, so a machine that slows
 // down or speeds up during the run affects all modes alike), after one warm-up
-// image per mode. Speed-ups are medians of the per-image ratios.
+// image per mode.
 void run_modes(std::vector<ModeRun>& runs, const ComparisonRequest& request, std::vector<ModeSummary>& modes) {
   for (auto& run : runs) caption_one(run, request.images.front());
   for (auto& run : runs) run.times.clear();
-  std::vector<std::vector<double>> per_image(runs.size());  // NaN where the image failed
   for (size_t i = 0; i < request.images.size(); ++i) {
-    for (size_t m = 0; m < runs.size(); ++m) {
-      const size_t before = runs[m].times.size();
-      modes[m].captions.push_back(caption_one(runs[m], request.images[i]));
-      per_image[m].push_back(runs[m].times.size() > before ? runs[m].times.back() : -1);
-    }
-    if (request.progress) request.progress(runs.size() - 1, i + 1);
+    for (size_t m = 0; m < runs.size(); ++m) modes[m].captions.push_back(caption_one(runs[m], request.images[i]));
+    if (request.progress) request.progress(runs.size(), i + 1);
   }
   for (size_t m = 0; m < runs.size(); ++m) {
     auto& mode = modes[m];
@@ -75,11 +70,9 @@ void run_modes(std::vector<ModeRun>& runs, const ComparisonRequest& request, std
     for (const auto& c : mode.captions)
       if (c.error.empty()) steps += c.steps, counted += 1;
     mode.steps_mean = counted > 0 ? steps / counted : 0;
-    std::vector<double> ratios;
-    for (size_t i = 0; i < request.images.size(); ++i)
-      if (per_image[0][i] > 0 && per_image[m][i] > 0) ratios.push_back(per_image[0][i] / per_image[m][i]);
-    mode.speedup = median(ratios);
   }
+  for (auto& mode : modes)
+    mode.speedup = mode.decode_ms_per_image > 0 ? modes.front().decode_ms_per_image / mode.decode_ms_per_image : 0;
 }
 
 void score(const ComparisonRequest& request, ModeSummary& mode) {

@@ -44,9 +44,7 @@ struct ModeSummary {
   int beam = 1;
   double steps_mean = 0;
   double decode_ms_per_image = 0;  // median over the images (the warm-up excluded)
-  // Per image, aic-greedy's decode time / this mode's (decoded side by side,
-  // image by image); the median of those ratios.
-  double speedup = 0;
+  double speedup = 0;  // aic-greedy's decode_ms_per_image / this mode's (measured side by side)
   std::map<std::string, double> scores;  // Bleu_1..Bleu_4, ROUGE_L, CIDEr (empty without references)
   std::vector<ModeCaption> captions;     // per image, in request order
 };
