@@ -51,7 +51,8 @@ class TestDemoModel : public QObject {
     QCOMPARE(match.captured(1), sha);
   }
 
-  // The PNAIC demo models load by name alone and decode greedily per group.
+  // The PNAIC demo models load by name alone and decode greedily per group, on
+  // the command line and on the Caption page.
   void pnaicModelsCaptionByName() {
     const auto scene = expnet::make_shapes_scene(4242, 3, expnet::ShapesStyle::classic);
     cv::Mat bgr;
@@ -66,6 +67,18 @@ class TestDemoModel : public QObject {
       const auto caption = QJsonDocument::fromJson(r.out.trimmed()).object()["captions"].toArray()[0].toObject();
       QCOMPARE(caption["groups"].toArray().size(), groups);
       QVERIFY2(!caption["text"].toString().isEmpty(), r.out.constData());
+      // The Caption page with the same checkpoint captions the image as the engine does.
+      const QString shot = QFileInfo(image).path() + "/" + name + ".png";
+      const auto studio = expnet_test::runProcess(
+          expnet_test::studioPath(),
+          {"--screenshot", shot, "--page", "caption", "--open", image, "--checkpoint",
+           QString::fromStdString(expnet::builtin_model_path(name))});
+      QVERIFY2(studio.exitCode == 0, studio.err.constData());
+      QFile json(shot + ".json");
+      QVERIFY(json.open(QIODevice::ReadOnly));
+      const auto items = QJsonDocument::fromJson(json.readAll()).object()["content"].toObject()["items"].toArray();
+      QCOMPARE(items.size(), 1);
+      QCOMPARE(items[0].toObject()["caption"].toString(), caption["text"].toString());
     }
   }
 

@@ -131,11 +131,10 @@ QJsonObject CaptionWorker::captionOne(const CaptionJob& job, const expnet::Decod
 
   start = Clock::now();
   const at::Tensor encoded = captioner_->encode(input);
-  auto decoder = captioner_->make_decoder(encoded, expnet::DecoderKind::Incremental);
   const double encodeMs = msSince(start);
 
   start = Clock::now();
-  const auto results = expnet::decode(*decoder, 1, captioner_->special_tokens(options.block_bad_endings), options);
+  const auto results = captioner_->decode_encoded(encoded, options);  // AIC or PNAIC alike
   const double decodeMs = msSince(start);
 
   QJsonArray captions;

@@ -183,6 +183,13 @@ std::unique_ptr<StepDecoder> Captioner::make_decoder(const at::Tensor& encoded, 
   return make_incremental_decoder(state_->model, encoded);
 }
 
+std::vector<DecodingResult> Captioner::decode_encoded(const at::Tensor& encoded, const DecodingOptions& options,
+                                                      DecoderKind kind) {
+  if (config_.is_pnaic()) return decode_groups(state_->model, encoded, group_special_tokens(), options);
+  auto decoder = make_decoder(encoded, kind);
+  return decode(*decoder, encoded.size(0), special_tokens(options.block_bad_endings), options);
+}
+
 DecodingOptions Captioner::complete(DecodingOptions options) const {
   if (options.max_length <= 0) options.max_length = static_cast<int>(config_.max_seq_len);
   if (options.max_length > config_.max_seq_len)
@@ -197,7 +204,6 @@ std::vector<CaptionedImage> Captioner::caption_files(const std::vector<std::stri
                                                      const ImageLoadOptions& image_options, int batch,
                                                      DecoderKind kind) {
   const DecodingOptions options = complete(requested);
-  const SpecialTokens special = special_tokens(options.block_bad_endings);
   std::vector<CaptionedImage> out(paths.size());
   torch::NoGradGuard no_grad;
   for (size_t first = 0; first < paths.size(); first += static_cast<size_t>(std::max(1, batch))) {
@@ -220,12 +226,9 @@ std::vector<CaptionedImage> Captioner::caption_files(const std::vector<std::stri
     auto encoded = encode(torch::cat(inputs, 0));
     const double encode_ms = ms_since(start);
     start = Clock::now();
-    // The decoder's set-up (cross-attention keys and values) counts as decoding:
-    // decode_groups makes its own inside, and compare times both alike.
-    std::unique_ptr<StepDecoder> decoder;
-    if (!config_.is_pnaic()) decoder = make_decoder(encoded, kind);  // PNAIC: one decoder kind, in decode_groups
-    auto results = config_.is_pnaic() ? decode_groups(state_->model, encoded, group_special_tokens(), options)
-                                      : decode(*decoder, static_cast<int64_t>(good.size()), special, options);
+    // The decoder's set-up (cross-attention keys and values) counts as decoding,
+    // for AIC and PNAIC alike.
+    auto results = decode_encoded(encoded, options, kind);
     const double decode_ms = ms_since(start);
     const double share = 1.0 / static_cast<double>(good.size());  // batch times split evenly per image
     for (size_t k = 0; k < good.size(); ++k) {

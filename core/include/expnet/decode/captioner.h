@@ -78,6 +78,11 @@ class Captioner {
   // B x 3 x S x S -> encoder output B x N x d_model (backbone + encoder).
   at::Tensor encode(const at::Tensor& images);
   std::unique_ptr<StepDecoder> make_decoder(const at::Tensor& encoded, DecoderKind kind);
+  // Decodes an encoded batch with the model's kind of decoder: the search
+  // strategies over make_decoder(kind) for AIC, decode_groups for PNAIC (which
+  // has one decoder kind). `options` as complete() returns them.
+  std::vector<DecodingResult> decode_encoded(const at::Tensor& encoded, const DecodingOptions& options,
+                                             DecoderKind kind = DecoderKind::Incremental);
   // Defaults filled in (max_length = model max_seq_len when 0). Throws
   // std::invalid_argument for options the model cannot decode with (a PNAIC
   // model decodes greedily: check_group_decoding_options).
