@@ -128,6 +128,7 @@ void run(const RuntimeOptions& runtime, const ExplainArgs& args) {
   image_options.apply_exif = !args.no_exif;
   const cv::Mat rgb = load_image_rgb(args.image, image_options);
   auto captioner = load_captioner(args.model, runtime);
+  check_traceable(captioner->config());
   const auto options = captioner->complete(args.decode.options(captioner->carried_decoding()));
   args.decode.report(captioner->carried_decoding());
   const auto input = captioner->preprocess(rgb);

@@ -52,6 +52,7 @@ void AttentionWorker::trace(std::shared_ptr<expnet::Captioner> captioner, const 
   try {
     const auto start = std::chrono::steady_clock::now();
     c10::NoGradGuard noGrad;
+    expnet::check_traceable(captioner->config());
     const cv::Mat rgb = expnet::load_image_rgb(path.toStdString());
     const at::Tensor input = captioner->preprocess(rgb);
     // The caption is the best beam hypothesis, as `expnet explain` traces it, with

@@ -53,12 +53,16 @@ nlohmann::json expansion_json(const ExpansionTrace& t) {
 
 }  // namespace
 
-CaptionTrace trace_caption(Captioner& captioner, const at::Tensor& image, const std::vector<int64_t>& tokens) {
-  const auto& config = captioner.config();
+void check_traceable(const ModelConfig& config) {
   if (config.is_pnaic())
     throw std::invalid_argument("tracing a PNAIC model (" + std::to_string(config.pnaic_groups) +
                                 " word groups) is not available yet: explain and the Attention page trace AIC "
                                 "models; load its AIC teacher (e.g. the demo model) to see where it looks");
+}
+
+CaptionTrace trace_caption(Captioner& captioner, const at::Tensor& image, const std::vector<int64_t>& tokens) {
+  const auto& config = captioner.config();
+  check_traceable(config);
   if (tokens.size() < 2)
     throw std::invalid_argument("trace: the caption needs SOS and at least one generated token");
   if (static_cast<int64_t>(tokens.size()) - 1 > config.max_seq_len)

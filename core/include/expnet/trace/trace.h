@@ -18,6 +18,7 @@
 namespace expnet {
 
 class Captioner;
+struct ModelConfig;
 class Vocabulary;
 
 // ExpansionTrace, DecoderLayerTrace: expnet/model/model_trace.h.
@@ -39,6 +40,9 @@ struct CaptionTrace {
 // most max_seq_len + 1) over one preprocessed image (1 x 3 x S x S).
 // Throws std::invalid_argument for a bad caption or image shape.
 CaptionTrace trace_caption(Captioner& captioner, const at::Tensor& image, const std::vector<int64_t>& tokens);
+// Throws std::invalid_argument saying what cannot be traced yet (a PNAIC model);
+// callers check before decoding the caption they would trace.
+void check_traceable(const ModelConfig& config);
 
 // trace.json text (schema in docs/traces.md).
 std::string trace_to_json(const CaptionTrace& trace, const Vocabulary& vocab, const std::string& image,
