@@ -14,6 +14,7 @@
 #include "expnet/checkpoint/pth_writer.h"
 #include "expnet/checkpoint/state_dict.h"
 #include "expnet/decode/captioner.h"
+#include "expnet/decode/decoding_comparison.h"
 #include "expnet/model/expansion_net.h"
 #include "expnet/model/pnaic.h"
 #include "support/fixtures.h"
@@ -168,6 +169,21 @@ class TestPnaicCli : public QObject {
     const auto wrong = cli({"compare", "--aic", pnaic_, "--pnaic", pnaic_, shapes_ + "/images"});
     QVERIFY(wrong.exitCode != 0);
     QVERIFY2(wrong.err.contains("--aic takes an AIC model"), wrong.err.constData());
+  }
+
+  // The engine function the Compare page calls stops at the next image when
+  // asked to, with its own exception.
+  void compareCancels() {
+    ComparisonRequest request;
+    request.aic = "demo";
+    request.pnaic = {pnaic_.toStdString()};
+    for (const auto& info : QDir(shapes_ + "/images").entryInfoList(QDir::Files))
+      request.images.push_back(info.absoluteFilePath().toStdString());
+    size_t done = 0;
+    request.progress = [&](size_t, size_t images) { done = images; };
+    request.cancelled = [&] { return done >= 2; };
+    QVERIFY_EXCEPTION_THROWN(compare_decoding(request), ComparisonCancelled);
+    QCOMPARE(done, size_t{2});
   }
 };
 

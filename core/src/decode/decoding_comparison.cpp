@@ -60,6 +60,7 @@ void run_modes(std::vector<ModeRun>& runs, const ComparisonRequest& request, std
   for (auto& run : runs) caption_one(run, request.images.front());
   for (auto& run : runs) run.times.clear();
   for (size_t i = 0; i < request.images.size(); ++i) {
+    if (request.cancelled && request.cancelled()) throw ComparisonCancelled();
     for (size_t m = 0; m < runs.size(); ++m) modes[m].captions.push_back(caption_one(runs[m], request.images[i]));
     if (request.progress) request.progress(runs.size(), i + 1);
   }

@@ -11,6 +11,7 @@
 #include <cstddef>
 #include <functional>
 #include <map>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
@@ -27,6 +28,13 @@ struct ComparisonRequest {
   std::string device = "cpu";
   // Called after each image (every mode has decoded it): (modes, images done).
   std::function<void(size_t modes, size_t done)> progress;
+  // Asked before each image; true stops the comparison (ComparisonCancelled).
+  std::function<bool()> cancelled;
+};
+
+// Thrown by compare_decoding when request.cancelled() says so.
+struct ComparisonCancelled : std::runtime_error {
+  ComparisonCancelled() : std::runtime_error("compare: cancelled") {}
 };
 
 struct ModeCaption {
