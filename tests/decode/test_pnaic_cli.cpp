@@ -86,6 +86,8 @@ class TestPnaicCli : public QObject {
     QVERIFY2(r.exitCode == 0, r.err.constData());
     QVERIFY2(r.err.contains("search greedy"), r.err.constData());  // no option needed: greedy per group
     const auto line = jsonLines(r.out).value(0);
+    QCOMPARE(line["decoding"]["search"].toString(), QString("greedy"));
+    QCOMPARE(line["decoding"]["beam_size"].toInt(), 1);
     const auto first = line["captions"].toArray()[0].toObject();
     const auto groups = first["groups"].toArray();
     QCOMPARE(groups.size(), 3);

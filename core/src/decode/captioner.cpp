@@ -195,7 +195,10 @@ DecodingOptions Captioner::complete(DecodingOptions options) const {
   if (options.max_length > config_.max_seq_len)
     throw std::invalid_argument("max length " + std::to_string(options.max_length) + " exceeds the model's max_seq_len " +
                                 std::to_string(config_.max_seq_len));
-  if (config_.is_pnaic()) check_group_decoding_options(options);
+  if (config_.is_pnaic()) {
+    check_group_decoding_options(options);
+    options.beam_size = 1;  // greedy per group: what is reported is what decodes
+  }
   return options;
 }
 
