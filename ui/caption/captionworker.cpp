@@ -36,19 +36,28 @@ QImage thumbnailOf(const cv::Mat& rgb) {
   return QImage(small.data, small.cols, small.rows, int(small.step), QImage::Format_RGB888).copy();
 }
 
-// The built-in demo model: `--model demo` alone, or its file named as the checkpoint.
+// A built-in model (the demo model or its PNAIC students, which know only
+// shapes too): its name alone, or its file named as the checkpoint.
 bool isDemoModel(const ModelRequest& request) {
-  if (request.model == QStringLiteral("demo") && request.checkpoint.isEmpty()) return true;
-  if (request.checkpoint.isEmpty() || !expnet::demo_model_available()) return false;
-  const QString demo = QFileInfo(QString::fromStdString(expnet::demo_checkpoint_path())).canonicalFilePath();
-  return QFileInfo(request.checkpoint).canonicalFilePath() == demo;
+  if (request.checkpoint.isEmpty()) return expnet::is_builtin_model_name(request.model.toStdString());
+  const QString checkpoint = QFileInfo(request.checkpoint).canonicalFilePath();
+  for (const auto& name : expnet::builtin_model_names()) {
+    try {
+      if (QFileInfo(QString::fromStdString(expnet::builtin_model_path(name))).canonicalFilePath() == checkpoint) return true;
+    } catch (const std::runtime_error&) {
+      // not installed: cannot be this checkpoint
+    }
+  }
+  return false;
 }
 
 }  // namespace
 
 QString modelDisplayName(const ModelRequest& request) {
-  // Captioner::load takes model "demo" without a checkpoint as the bundled file.
-  if (request.model == QStringLiteral("demo") && request.checkpoint.isEmpty()) return QStringLiteral("built-in demo model");
+  // Captioner::load takes a built-in name without a checkpoint as the bundled file.
+  if (request.checkpoint.isEmpty() && expnet::is_builtin_model_name(request.model.toStdString()))
+    return request.model == QStringLiteral("demo") ? QStringLiteral("built-in demo model")
+                                                  : QStringLiteral("built-in model %1").arg(request.model);
   const QString checkpoint =
       request.checkpoint.isEmpty() ? QStringLiteral("random weights") : QFileInfo(request.checkpoint).fileName();
   const QString model = request.model.isEmpty() ? QString() : QFileInfo(request.model).fileName();

@@ -43,6 +43,12 @@ const BuiltinModel* find_builtin(const std::string& name) {
 
 }  // namespace
 
+std::vector<std::string> builtin_model_names() {
+  std::vector<std::string> names;
+  for (const auto& m : builtin_models()) names.emplace_back(m.name);
+  return names;
+}
+
 bool is_builtin_model_name(const std::string& name) { return find_builtin(name) != nullptr; }
 
 std::string builtin_model_path(const std::string& name) {

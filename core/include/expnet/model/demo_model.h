@@ -23,6 +23,7 @@ bool demo_model_available();
 // demo model above) and the PNAIC models distilled from it, "pnaic-demo-k2" and
 // "pnaic-demo-k5" (pnaic_demo_k2.pth, pnaic_demo_k5.pth; README says how they
 // were made).
+std::vector<std::string> builtin_model_names();
 bool is_builtin_model_name(const std::string& name);
 // The file of a built-in model; throws naming every place looked at and how to
 // make the file when it is missing.
