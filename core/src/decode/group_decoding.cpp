@@ -20,8 +20,6 @@
 namespace expnet {
 namespace {
 
-torch::Tensor normalise_rows(const torch::Tensor& r) { return r / (r.sum(-1, /*keepdim=*/true) + kExpansionEps); }
-
 // One decoder layer's caches, rows x capacity positions (step-major: position
 // t * K + g), grown by doubling; the expansion's as the fused CPU kernel keeps
 // them (step_kernels.h), which the LibTorch path reads alike.
@@ -106,7 +104,7 @@ struct GroupDecoderState::Impl {
     const auto seen_keys = seen.reshape({R, 1, 1, n});
     const auto bias = (slot_biases.view({1, 1, NE, d}) + cond.unsqueeze(2)).reshape({R, P * NE, d});
     const auto forward = [&](const torch::Tensor& r, const torch::Tensor& classes) {
-      const auto route = normalise_rows(r * seen_keys).reshape({R, P * NE, n});
+      const auto route = normalise_expansion_rows(r * seen_keys).reshape({R, P * NE, n});
       return torch::matmul(route, classes.narrow(1, 0, n)) + bias;  // R x P*NE x d
     };
     c.elem_a.narrow(1, n0 * NE, P * NE).copy_(forward(torch::relu(z), c.class_a));
@@ -118,7 +116,7 @@ struct GroupDecoderState::Impl {
     const auto zb = ((key_conds.unsqueeze(-1) + key_slots.unsqueeze(2)) / scale);          // R x P x n x NE
     const auto seen_elems = seen.reshape({R, 1, n, 1});
     const auto backward = [&](const torch::Tensor& r, const torch::Tensor& elems) {
-      const auto w = normalise_rows((r * seen_elems).reshape({R, P, n * NE}));
+      const auto w = normalise_expansion_rows((r * seen_elems).reshape({R, P, n * NE}));
       return torch::matmul(w, elems.narrow(1, 0, n * NE));  // R x P x d
     };
     const auto out_a = backward(torch::relu(zb), c.elem_a);

@@ -15,8 +15,6 @@
 namespace expnet {
 namespace {
 
-torch::Tensor normalise_rows(const torch::Tensor& r) { return r / (r.sum(-1, /*keepdim=*/true) + kExpansionEps); }
-
 // Positions the row caches start with: most captions fit, and longer
 // decodings double it (a copy of what is there) up to T_max.
 constexpr int64_t kInitialPositions = 8;
@@ -79,8 +77,8 @@ class TensorCaches final : public StepCaches {
     const auto cond_keys = (keys * cond).sum(-1);                                       // R x n: C_t . K_u
     const auto z_new = (slot_scores.transpose(1, 2) + cond_keys.unsqueeze(1)) / scale;  // R x NE x n
     const std::vector<int64_t> pad{0, cap - n};
-    c.route_a.narrow(1, t * NE, NE).copy_(torch::constant_pad_nd(normalise_rows(torch::relu(z_new)), pad));
-    c.route_b.narrow(1, t * NE, NE).copy_(torch::constant_pad_nd(normalise_rows(torch::relu(-z_new)), pad));
+    c.route_a.narrow(1, t * NE, NE).copy_(torch::constant_pad_nd(normalise_expansion_rows(torch::relu(z_new)), pad));
+    c.route_b.narrow(1, t * NE, NE).copy_(torch::constant_pad_nd(normalise_expansion_rows(torch::relu(-z_new)), pad));
 
     // Backward row of position t over all elements (u, e), u <= t.
     const auto position_part = (conds * key).sum(-1).unsqueeze(-1);              // R x n x 1: C_u . K_t
@@ -96,8 +94,8 @@ class TensorCaches final : public StepCaches {
               torch::matmul(per_slot, slot_biases))
           .unsqueeze(1);  // R x 1 x d
     };
-    const auto out_a = backward(normalise_rows(torch::relu(z_back)), c.route_a, c.class_a);
-    const auto out_b = backward(normalise_rows(torch::relu(-z_back)), c.route_b, c.class_b);
+    const auto out_a = backward(normalise_expansion_rows(torch::relu(z_back)), c.route_a, c.class_a);
+    const auto out_b = backward(normalise_expansion_rows(torch::relu(-z_back)), c.route_b, c.class_b);
     const auto selector = torch::sigmoid(parts[4]);
     return selector * out_a + (1 - selector) * out_b;
   }

@@ -22,8 +22,6 @@ torch::Tensor apply_dropout(const torch::Tensor& x, double p, bool training) {
   return F::dropout(x, F::DropoutFuncOptions().p(p).training(true));
 }
 
-torch::Tensor normalise_rows(const torch::Tensor& r) { return r / (r.sum(-1, /*keepdim=*/true) + kExpansionEps); }
-
 std::string shape_text(const torch::Tensor& t) {
   std::string out;
   for (const auto s : t.sizes()) out += (out.empty() ? "" : "x") + std::to_string(s);
@@ -66,7 +64,7 @@ torch::Tensor StaticExpansionImpl::forward(const torch::Tensor& x, ExpansionTrac
   z = apply_dropout(z, this->dropout, training);
 
   // Forward: every slot gathers the sequence (rows normalised over L).
-  const auto forward_a = normalise_rows(torch::relu(z)), forward_b = normalise_rows(torch::relu(-z));
+  const auto forward_a = normalise_expansion_rows(torch::relu(z)), forward_b = normalise_expansion_rows(torch::relu(-z));
   auto class_a = torch::matmul(forward_a, class_a_embed(x)) + bias;
   auto class_b = torch::matmul(forward_b, class_b_embed(x)) + bias;
   class_a = apply_dropout(class_a, this->dropout, training);
@@ -78,8 +76,8 @@ torch::Tensor StaticExpansionImpl::forward(const torch::Tensor& x, ExpansionTrac
   std::vector<torch::Tensor> a_parts, b_parts;
   int64_t from = 0;
   for (const auto g : groups) {
-    a_parts.push_back(normalise_rows(a_bw.narrow(-1, from, g)));
-    b_parts.push_back(normalise_rows(b_bw.narrow(-1, from, g)));
+    a_parts.push_back(normalise_expansion_rows(a_bw.narrow(-1, from, g)));
+    b_parts.push_back(normalise_expansion_rows(b_bw.narrow(-1, from, g)));
     from += g;
   }
   const double num_groups = static_cast<double>(groups.size());
@@ -159,8 +157,8 @@ torch::Tensor DynamicExpansionImpl::forward(const torch::Tensor& x, const torch:
 
   // Forward: element (t, e) sees the positions visible from t.
   const auto hidden_1 = visible.logical_not().unsqueeze(2).expand({B, T, NE, T}).reshape({B, T * NE, T});
-  const auto forward_a = normalise_rows(torch::relu(z).masked_fill(hidden_1, 0.0));
-  const auto forward_b = normalise_rows(torch::relu(-z).masked_fill(hidden_1, 0.0));
+  const auto forward_a = normalise_expansion_rows(torch::relu(z).masked_fill(hidden_1, 0.0));
+  const auto forward_b = normalise_expansion_rows(torch::relu(-z).masked_fill(hidden_1, 0.0));
   auto class_a = torch::matmul(forward_a, class_a_embed(x));
   auto class_b = torch::matmul(forward_b, class_b_embed(x));
   class_a = apply_dropout(class_a, this->dropout, training);
@@ -169,8 +167,8 @@ torch::Tensor DynamicExpansionImpl::forward(const torch::Tensor& x, const torch:
   // Backward: position t sees the elements of the positions visible from t.
   const auto hidden_2 = visible.logical_not().unsqueeze(-1).expand({B, T, T, NE}).reshape({B, T, T * NE});
   const auto zt = z.transpose(-2, -1);
-  const auto backward_a = normalise_rows(torch::relu(zt).masked_fill(hidden_2, 0.0));
-  const auto backward_b = normalise_rows(torch::relu(-zt).masked_fill(hidden_2, 0.0));
+  const auto backward_a = normalise_expansion_rows(torch::relu(zt).masked_fill(hidden_2, 0.0));
+  const auto backward_b = normalise_expansion_rows(torch::relu(-zt).masked_fill(hidden_2, 0.0));
   if (trace) *trace = {z.masked_fill(hidden_1, 0.0), forward_a, forward_b, backward_a, backward_b};
   auto out_a = torch::matmul(backward_a, class_a + bias);
   auto out_b = torch::matmul(backward_b, class_b + bias);

@@ -282,6 +282,8 @@ EXPNET_VECTOR_CLONES void block_backward(const BlockRow& row, int64_t p, int64_t
 
 }  // namespace
 
+at::Tensor normalise_expansion_rows(const at::Tensor& w) { return w.div(w.sum(-1, /*keepdim=*/true).add(kExpansionEps)); }
+
 bool block_expansion_cpu_applies(const at::Tensor& parts) { return cpu_float_contiguous(parts) && parts.dim() == 3; }
 
 at::Tensor block_expansion_cpu(const at::Tensor& parts, const at::Tensor& slot_queries, const at::Tensor& slot_biases,

@@ -29,6 +29,10 @@ struct ExpansionBlock {
 // Added to the sums that normalise the expansion weights (the reference's 1e-9).
 inline constexpr double kExpansionEps = 1e-9;
 
+// w / (sum of w over the last dimension + kExpansionEps): the expansions'
+// normalisation in LibTorch operations (the model, and the decoders' tensor paths).
+at::Tensor normalise_expansion_rows(const at::Tensor& w);
+
 // True when expansion_step_cpu can run: parts is a contiguous CPU float32 matrix.
 bool expansion_step_cpu_applies(const at::Tensor& parts);
 
