@@ -37,6 +37,18 @@ echo "wrote $OUT/caption.png"
   --open "$SHAPES/shapes_000001.png" --beam 1 --word 3
 echo "wrote $OUT/attention.png"
 
+# Compare page: the demo model (AIC greedy, beam 3) beside its PNAIC students (K = 2, 5)
+# on four scenes of the classic look (seed 77, never trained on), PNAIC groups coloured;
+# then the same models evaluated on 200 such scenes (CIDEr-D against decode ms, steps).
+"$EXPNET" dataset make-shapes --out "$SETTINGS/held" --images 200 --seed 77 --style classic >/dev/null
+HELD=$SETTINGS/held/images
+"$STUDIO" --screenshot "$OUT/compare.png" --page compare \
+  --open "$HELD/shapes_000032.png" --open "$HELD/shapes_000002.png" --open "$HELD/shapes_000007.png" \
+  --open "$HELD/shapes_000018.png"
+echo "wrote $OUT/compare.png"
+"$STUDIO" --screenshot "$OUT/compare-dataset.png" --page compare --dataset "$SETTINGS/held" --split all --limit 200
+echo "wrote $OUT/compare-dataset.png"
+
 # --- Training page: its screenshot command goes here (Training page helper). ---
 # "$STUDIO" --screenshot "$OUT/training.png" --page training --run RUN_DIR
 # echo "wrote $OUT/training.png"

@@ -1,18 +1,13 @@
 // expnet compare: AIC against PNAIC on the same images (decoding_comparison.h):
 // captions, steps, decode latency, speed-up over AIC greedy and, on a dataset
 // split, the scores of `expnet score`.
-#include <nlohmann/json.hpp>
 #include <unistd.h>
 
-#include <filesystem>
 #include <iomanip>
 #include <iostream>
-#include <sstream>
 
 #include "command.h"
-#include "expnet/data/dataset.h"
 #include "expnet/decode/decoding_comparison.h"
-#include "expnet/decode/group_decoding.h"
 #include "expnet/image/image_inputs.h"
 
 namespace expnet::cli {
@@ -27,57 +22,6 @@ struct CompareArgs {
   std::vector<std::string> inputs;
   bool json = false;
 };
-
-// The dataset's images of `split` ("all": every image) with their references.
-void add_dataset_images(const CompareArgs& args, ComparisonRequest& request) {
-  const Dataset dataset = load_dataset(args.dataset);
-  const bool all = args.split == "all";
-  const Split split = all ? Split::Test : parse_split(args.split);
-  for (const auto& image : dataset.images) {
-    if (!all && image.split != split) continue;
-    if (args.limit > 0 && request.images.size() >= args.limit) break;
-    request.images.push_back(std::filesystem::absolute(dataset.image_path(image)).lexically_normal().string());
-    std::vector<std::string> references;
-    for (const auto& caption : image.captions) references.push_back(caption.raw);
-    request.references.push_back(std::move(references));
-  }
-  if (request.images.empty())
-    throw std::runtime_error(args.dataset + ": no images in split '" + args.split +
-                             "' (splits: train, restval, val, test, or all)");
-}
-
-nlohmann::json result_json(const ComparisonResult& result) {
-  nlohmann::json modes = nlohmann::json::array();
-  for (const auto& mode : result.modes) {
-    nlohmann::json m = {{"name", mode.name},       {"checkpoint", mode.checkpoint},
-                        {"groups", mode.groups},   {"beam", mode.beam},
-                        {"steps_mean", mode.steps_mean}, {"decode_ms_per_image", mode.decode_ms_per_image},
-                        {"speedup", mode.speedup}};
-    if (!mode.scores.empty()) m["scores"] = mode.scores;
-    modes.push_back(std::move(m));
-  }
-  nlohmann::json per_image = nlohmann::json::array();
-  for (size_t i = 0; i < result.images.size(); ++i) {
-    nlohmann::json captions = nlohmann::json::object();
-    for (const auto& mode : result.modes) {
-      const auto& c = mode.captions[i];
-      if (!c.error.empty()) {
-        captions[mode.name] = {{"error", c.error}};
-        continue;
-      }
-      nlohmann::json entry = {{"text", c.text}, {"steps", c.steps}};
-      if (mode.groups > 0) {
-        entry["groups"] = nlohmann::json::array();
-        for (size_t g = 0; g < c.groups.size(); ++g)
-          entry["groups"].push_back(
-              {{"text", c.group_texts[g]}, {"tokens", c.groups[g].tokens}, {"end", to_string(c.groups[g].end)}});
-      }
-      captions[mode.name] = std::move(entry);
-    }
-    per_image.push_back({{"image", result.images[i]}, {"captions", std::move(captions)}});
-  }
-  return {{"images", result.images.size()}, {"modes", modes}, {"per_image", per_image}};
-}
 
 void print_table(const ComparisonResult& result) {
   const bool scored = !result.modes.front().scores.empty();
@@ -111,7 +55,7 @@ void run(const RuntimeOptions& runtime, const CompareArgs& args) {
     throw std::runtime_error("compare: give either --dataset FILE --split SPLIT or image files/folders, not both");
   if (!args.dataset.empty()) {
     if (args.split.empty()) throw std::runtime_error("compare: --dataset needs --split (train, val, test, ... or all)");
-    add_dataset_images(args, request);
+    add_dataset_images(args.dataset, args.split, args.limit, request);
   } else {
     for (const auto& input : expand_image_inputs(args.inputs)) {
       if (!input.error.empty()) throw std::runtime_error(input.display + ": " + input.error);
@@ -126,7 +70,7 @@ void run(const RuntimeOptions& runtime, const CompareArgs& args) {
   const auto result = compare_decoding(request);
   if (progress) std::cerr << "\n";
   if (args.json) {
-    std::cout << result_json(result).dump() << std::endl;
+    std::cout << comparison_json(result) << std::endl;
   } else {
     print_table(result);
   }

@@ -17,6 +17,7 @@
 #include "shell/studiopage.h"
 #include "attention/attentionpage.h"
 #include "caption/captionpage.h"
+#include "compare/comparepage.h"
 #include "expnet/system/system.h"
 #include "common/theme.h"
 #include "training/trainingpage.h"
@@ -41,7 +42,10 @@ int main(int argc, char** argv) {
   parser.addVersionOption();
   QCommandLineOption screenshot(QStringLiteral("screenshot"), QStringLiteral("Render offscreen, save a PNG and FILE.json, exit."), QStringLiteral("FILE"));
   QCommandLineOption page(QStringLiteral("page"), QStringLiteral("Page to show: caption, attention, training, datasets, runs, compare."), QStringLiteral("NAME"), QStringLiteral("caption"));
-  QCommandLineOption open(QStringLiteral("open"), QStringLiteral("Image to open on the Caption page (repeatable); the first is also traced on the Attention page."), QStringLiteral("IMAGE"));
+  QCommandLineOption open(QStringLiteral("open"), QStringLiteral("Image to open on the Caption page (repeatable); the first is also traced on the Attention page. With --page compare: an image to compare on."), QStringLiteral("IMAGE"));
+  QCommandLineOption dataset(QStringLiteral("dataset"), QStringLiteral("Compare page: evaluate on this dataset (file or folder)."), QStringLiteral("DATASET"));
+  QCommandLineOption split(QStringLiteral("split"), QStringLiteral("Compare page: split of --dataset (train, restval, val, test, all)."), QStringLiteral("SPLIT"), QStringLiteral("test"));
+  QCommandLineOption limit(QStringLiteral("limit"), QStringLiteral("Compare page: at most N images of --dataset (0 = all)."), QStringLiteral("N"), QStringLiteral("200"));
   QCommandLineOption run(QStringLiteral("run"), QStringLiteral("Run folder (or run store file) to follow on the Training page."), QStringLiteral("DIR"));
   QCommandLineOption threads(QStringLiteral("threads"), QStringLiteral("CPU threads (0 = all cores)."), QStringLiteral("N"), QStringLiteral("0"));
   QCommandLineOption device(QStringLiteral("device"), QStringLiteral("cpu, cuda or cuda:N."), QStringLiteral("DEVICE"), QStringLiteral("cpu"));
@@ -52,7 +56,7 @@ int main(int argc, char** argv) {
   QCommandLineOption word(QStringLiteral("word"), QStringLiteral("Attention page: the caption's word to show, 1 = the first."), QStringLiteral("N"));
   QCommandLineOption theme(QStringLiteral("theme"), QStringLiteral("Colours: system (the desktop's palette), light or dark."),
                            QStringLiteral("THEME"), QStringLiteral("system"));
-  parser.addOptions({screenshot, page, open, run, threads, device, model, checkpoint, vocab, beam, word, theme});
+  parser.addOptions({screenshot, page, open, dataset, split, limit, run, threads, device, model, checkpoint, vocab, beam, word, theme});
   parser.process(app);
   // Before any widget exists: the pages read their colours when they are built.
   const QString themeName = parser.value(theme);
@@ -103,7 +107,21 @@ int main(int argc, char** argv) {
     // The model loaded last (remembered), else the built-in demo model: ready to caption from the first start.
     captionPage->loadLastModel();
   }
-  if (parser.isSet(open)) captionPage->addPaths(parser.values(open));
+  auto* comparePage = qobject_cast<ComparePage*>(window.page(QStringLiteral("compare")));
+  const bool comparing = parser.value(page) == QStringLiteral("compare");
+  if (parser.isSet(open)) {
+    if (comparing)
+      comparePage->addPaths(parser.values(open));
+    else
+      captionPage->addPaths(parser.values(open));
+  }
+  if (parser.isSet(dataset)) {
+    if (!comparing) {
+      std::fprintf(stderr, "error: --dataset is an option of the Compare page: add --page compare\n");
+      return 1;
+    }
+    comparePage->evaluateDataset(parser.value(dataset), parser.value(split), parser.value(limit).toInt());
+  }
   if (parser.isSet(run) && !qobject_cast<TrainingPage*>(window.page(QStringLiteral("training")))->openRun(parser.value(run))) {
     std::fprintf(stderr, "error: --run '%s': not a run folder (with runs.sqlite) or run store file\n",
                  qPrintable(parser.value(run)));

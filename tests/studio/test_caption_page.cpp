@@ -29,6 +29,7 @@
 #include "expnet/decode/captioner.h"
 #include "expnet/text/vocabulary.h"
 #include "support/fixtures.h"
+#include "support/page_driving.h"
 #include "support/studio_screenshot.h"
 #include "support/tiny_reference.h"
 
@@ -43,20 +44,6 @@ class UrlCatcher : public QObject {
  public slots:
   void open(const QUrl& url) { urls << url; }
 };
-
-void dropFiles(QWidget& target, const QStringList& paths) {
-  QMimeData mime;
-  QList<QUrl> urls;
-  for (const auto& path : paths) urls << QUrl::fromLocalFile(path);
-  mime.setUrls(urls);
-  const QPointF centre(target.width() / 2.0, target.height() / 2.0);
-  QDragEnterEvent enter(centre.toPoint(), Qt::CopyAction, &mime, Qt::LeftButton, Qt::NoModifier);
-  QCoreApplication::sendEvent(&target, &enter);
-  QVERIFY(enter.isAccepted());
-  QDropEvent drop(centre, Qt::CopyAction, &mime, Qt::LeftButton, Qt::NoModifier);
-  QCoreApplication::sendEvent(&target, &drop);
-  QVERIFY(drop.isAccepted());
-}
 
 // The engine's sampling with the page's fixed seed: what the Decoding box's "Sampling" asks for.
 expnet::DecodingOptions samplingOptions(int samples, int maxLength) {
@@ -148,7 +135,7 @@ class TestCaptionPage : public QObject {
       const CaptionItem& item = page.model()->item(row);
       if (item.status == CaptionItem::Status::Running && !item.partial.isEmpty()) partials << item.partial;
     });
-    dropFiles(page, {bad, good});
+    expnet_test::dropFiles(page, {bad, good});
     QVERIFY(page.isBusy() || page.model()->pendingCount() == 0);
     QTRY_VERIFY_WITH_TIMEOUT(!page.isBusy(), kWaitMs);
 
@@ -264,7 +251,7 @@ class TestCaptionPage : public QObject {
     });
     clock.start();
     tick.start();
-    dropFiles(page, {dir});
+    expnet_test::dropFiles(page, {dir});
     QTRY_VERIFY_WITH_TIMEOUT(!page.isBusy(), kWaitMs);
     tick.stop();
     QCOMPARE(page.model()->rowCount(), 12);

@@ -1,6 +1,7 @@
 // bench_ui_gaps [--runs N]: the longest event-loop gap (a 10 ms timer on the
 // UI thread) while the Caption page loads the tiny fixture model and captions
-// a folder, and while the Training page follows a tiny `expnet train` child.
+// a folder, while the Training page follows a tiny `expnet train` child, and
+// while the Compare page loads its demo models and evaluates 200 shapes images.
 // Prints every run and the median per scenario (goal: under 100 ms).
 #include <QApplication>
 #include <QTemporaryDir>
@@ -34,7 +35,7 @@ int main(int argc, char** argv) {
                  qPrintable(expnet_test::fixturesDir()));
     return 1;
   }
-  std::vector<qint64> caption, training;
+  std::vector<qint64> caption, training, compare;
   for (int i = 0; i < runs; ++i) {
     QTemporaryDir dir;
     const GapResult c = captionFolderGap(model, checkpoint, vocab, image, QStringLiteral(EXPNET_TEST_DATA_DIR "/image"), dir.path());
@@ -51,11 +52,19 @@ int main(int argc, char** argv) {
       return 1;
     }
     std::printf("run %d training_child steps=%d longest_gap_ms=%lld\n", i + 1, t.items, t.longestMs);
+    QTemporaryDir compareDir;
+    const GapResult e = compareEvaluationGap(expnet_test::cliPath(), compareDir.path(), 200);
+    if (!e.ok) {
+      std::fprintf(stderr, "error: compare: %s\n", qPrintable(e.error));
+      return 1;
+    }
+    std::printf("run %d compare_evaluation images=%d longest_gap_ms=%lld\n", i + 1, e.items, e.longestMs);
     std::fflush(stdout);
     caption.push_back(c.longestMs);
     training.push_back(t.longestMs);
+    compare.push_back(e.longestMs);
   }
-  std::printf("median longest_gap_ms caption_folder=%lld training_child=%lld (runs=%d)\n", median(caption),
-              median(training), runs);
+  std::printf("median longest_gap_ms caption_folder=%lld training_child=%lld compare_evaluation=%lld (runs=%d)\n",
+              median(caption), median(training), median(compare), runs);
   return 0;
 }

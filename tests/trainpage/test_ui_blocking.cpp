@@ -1,6 +1,6 @@
 // The UI thread never blocks: a 10 ms timer watches the event loop while the
-// Caption page captions a folder and while the Training page follows a real
-// `expnet train` child. Work left on the UI thread shows up as gaps of
+// Caption page captions a folder, while the Training page follows a real
+// `expnet train` child and while the Compare page evaluates 200 images. Work left on the UI thread shows up as gaps of
 // seconds; the bound here is gross (500 ms). The finer figure comes from
 // `bench_ui_gaps` (tests/trainpage/bench_ui_gaps.cpp), not from this test.
 #include <QtTest>
@@ -31,6 +31,13 @@ class TestUiBlocking : public QObject {
                                     expnet_test::makeTempDir(QStringLiteral("blocking_train")), 14);
     QVERIFY2(r.ok, qPrintable(r.error));
     qInfo("longest event-loop gap while a training child ran (%d steps): %lld ms", r.items, r.longestMs);
+    QVERIFY2(r.longestMs < kGrossBoundMs, qPrintable(QString("event loop blocked for %1 ms").arg(r.longestMs)));
+  }
+
+  void compareEvaluation() {
+    const GapResult r = compareEvaluationGap(expnet_test::cliPath(), expnet_test::makeTempDir(QStringLiteral("blocking_compare")), 200);
+    QVERIFY2(r.ok, qPrintable(r.error));
+    qInfo("longest event-loop gap while the Compare page evaluated %d images: %lld ms", r.items, r.longestMs);
     QVERIFY2(r.longestMs < kGrossBoundMs, qPrintable(QString("event loop blocked for %1 ms").arg(r.longestMs)));
   }
 };

@@ -3,6 +3,8 @@
 #include <QDir>
 #include <QElapsedTimer>
 #include <QFile>
+#include <QJsonObject>
+#include <QProcess>
 #include <QSpinBox>
 #include <QTimer>
 #include <QtTest>
@@ -10,11 +12,12 @@
 #include "shell/studiocontext.h"
 #include "caption/captionmodel.h"
 #include "caption/captionpage.h"
+#include "compare/comparepage.h"
 #include "training/trainingcharts.h"
 #include "training/trainingpage.h"
+#include "support/page_driving.h"
 
 namespace {
-constexpr int kWaitMs = 300000;
 
 // Longest interval between two ticks of a 10 ms timer while it runs.
 class GapWatch {
@@ -37,17 +40,6 @@ class GapWatch {
   qint64 last_ = 0, longest_ = 0;
 };
 
-// Runs the event loop until `done` or the deadline; false on timeout.
-template <typename Done>
-bool waitFor(Done done) {
-  QElapsedTimer clock;
-  clock.start();
-  while (!done()) {
-    if (clock.elapsed() > kWaitMs) return false;
-    QTest::qWait(10);
-  }
-  return true;
-}
 }  // namespace
 
 GapResult captionFolderGap(const QString& model, const QString& checkpoint, const QString& vocab, const QString& image,
@@ -67,7 +59,7 @@ GapResult captionFolderGap(const QString& model, const QString& checkpoint, cons
   GapWatch watch;
   page.loadModel({model, checkpoint, vocab});
   page.addPaths({workDir});
-  if (!waitFor([&] { return page.modelLoaded() && !page.isBusy(); })) {
+  if (!expnet_test::waitUntil([&] { return page.modelLoaded() && !page.isBusy(); })) {
     r.error = QStringLiteral("captioning did not finish (model loaded: %1)").arg(page.modelLoaded());
     return r;
   }
@@ -102,7 +94,7 @@ GapResult trainingGap(const QString& configFile, const QString& cli, const QStri
   QObject::connect(&page, &TrainingPage::trainingFinished, [&](int code) { exitCode = code; });
   GapWatch watch;
   page.start();
-  if (!waitFor([&] { return exitCode != -2; })) {
+  if (!expnet_test::waitUntil([&] { return exitCode != -2; })) {
     r.error = QStringLiteral("the training child did not finish");
     return r;
   }
@@ -110,10 +102,43 @@ GapResult trainingGap(const QString& configFile, const QString& cli, const QStri
     r.error = QStringLiteral("the training child exited with %1").arg(exitCode);
     return r;
   }
-  waitFor([&] { return page.charts()->points(QStringLiteral("loss")).size() >= steps; });
+  expnet_test::waitUntil([&] { return page.charts()->points(QStringLiteral("loss")).size() >= steps; });
   r.longestMs = watch.longestMs();
   r.items = int(page.charts()->points(QStringLiteral("loss")).size());
   r.ok = r.items == steps;
   if (!r.ok) r.error = QStringLiteral("%1 loss points plotted, expected %2").arg(r.items).arg(steps);
+  return r;
+}
+
+GapResult compareEvaluationGap(const QString& cli, const QString& workDir, int images) {
+  GapResult r;
+  const QString shapes = workDir + QStringLiteral("/shapes");
+  QProcess make;
+  make.start(cli, {QStringLiteral("dataset"), QStringLiteral("make-shapes"), QStringLiteral("--out"), shapes,
+                   QStringLiteral("--images"), QString::number(images), QStringLiteral("--seed"), QStringLiteral("31")});
+  if (!make.waitForFinished(300000) || make.exitCode() != 0) {
+    r.error = QStringLiteral("expnet dataset make-shapes failed: %1").arg(QString::fromUtf8(make.readAllStandardError()));
+    return r;
+  }
+  StudioContext context;
+  ComparePage page(&context);
+  page.resize(1200, 800);
+  page.show();  // slot states, progress and the charts' repaints are part of what is measured
+  GapWatch watch;
+  page.evaluateDataset(shapes, QStringLiteral("all"), images);
+  if (!expnet_test::waitUntil([&] { return !page.isBusy(); })) {
+    r.error = QStringLiteral("the evaluation did not finish");
+    return r;
+  }
+  r.longestMs = watch.longestMs();
+  const QJsonObject evaluation = page.describe().value(QStringLiteral("evaluation")).toObject();
+  r.items = evaluation.value(QStringLiteral("done")).toInt();
+  r.ok = evaluation.value(QStringLiteral("state")).toString() == QStringLiteral("done") && r.items == images;
+  if (!r.ok)
+    r.error = QStringLiteral("evaluation %1 after %2 of %3 images: %4")
+                  .arg(evaluation.value(QStringLiteral("state")).toString())
+                  .arg(r.items)
+                  .arg(images)
+                  .arg(evaluation.value(QStringLiteral("message")).toString());
   return r;
 }

@@ -1,7 +1,8 @@
 // What the UI-blocking test and the bench_ui_gaps benchmark both measure: the
 // longest interval between two ticks of a 10 ms timer on the UI thread while
 // (a) the Caption page loads a model and captions a folder, (b) the Training
-// page starts and follows an `expnet train` child to its end.
+// page starts and follows an `expnet train` child to its end, (c) the Compare
+// page loads its demo models and evaluates them on a dataset.
 #pragma once
 
 #include <QString>
@@ -18,3 +19,6 @@ GapResult captionFolderGap(const QString& model, const QString& checkpoint, cons
                            const QString& extraDir, const QString& workDir);
 // Trains `configFile` in `workDir`/run with the `expnet` at `cli` (1 thread); expects `steps` steps.
 GapResult trainingGap(const QString& configFile, const QString& cli, const QString& workDir, int steps);
+// Makes a `images`-image shapes set in `workDir` with the `expnet` at `cli`,
+// then evaluates the Compare page's demo models on all of it.
+GapResult compareEvaluationGap(const QString& cli, const QString& workDir, int images);

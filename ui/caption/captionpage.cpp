@@ -33,6 +33,7 @@
 #include "common/actionbutton.h"
 #include "common/formfields.h"
 #include "common/hintlabel.h"
+#include "common/imageintake.h"
 #include "common/theme.h"
 #include "expnet/image/image_inputs.h"
 #include "expnet/model/demo_model.h"
@@ -57,7 +58,7 @@ const char* kDropHint =
 
 CaptionPage::CaptionPage(StudioContext* context, QWidget* parent)
     : StudioPage(parent), context_(context), items_(new CaptionModel(this)), worker_(new CaptionWorker) {
-  setAcceptDrops(true);
+  intake_ = new ImageIntake(this, [this](const QStringList& paths) { addPaths(paths); });
   worker_->moveToThread(&thread_);
   connect(&thread_, &QThread::finished, worker_, &QObject::deleteLater);
   connect(worker_, &CaptionWorker::modelLoaded, this, &CaptionPage::onModelLoaded);
@@ -310,39 +311,11 @@ void CaptionPage::cancel() {
 }
 
 void CaptionPage::openImages() {
-  const QStringList files = QFileDialog::getOpenFileNames(
-      this, QStringLiteral("Open images"), QString(),
-      QStringLiteral("Images (*.png *.jpg *.jpeg *.bmp *.gif *.webp *.tif *.tiff *.ppm *.pgm);;All files (*)"));
-  if (!files.isEmpty()) addPaths(files);
+  intake_->open();
 }
 
 void CaptionPage::pasteFromClipboard() {
-  const QMimeData* mime = QApplication::clipboard()->mimeData();
-  if (!mime) return;
-  if (mime->hasUrls()) {
-    QStringList paths;
-    for (const QUrl& url : mime->urls())
-      if (url.isLocalFile()) paths << url.toLocalFile();
-    if (!paths.isEmpty()) return addPaths(paths);
-  }
-  if (mime->hasText()) {
-    // Paths or file:// URLs copied as text (a terminal, a file manager's "copy path"),
-    // one per line; lines that name no existing file are ignored.
-    QStringList paths;
-    for (const QString& line : mime->text().split(QLatin1Char('\n'), Qt::SkipEmptyParts)) {
-      const QString text = line.trimmed();
-      const QUrl url(text);
-      const QString path = url.isLocalFile() ? url.toLocalFile() : text;
-      if (!path.isEmpty() && QFileInfo::exists(path)) paths << path;
-    }
-    if (!paths.isEmpty()) return addPaths(paths);
-  }
-  if (mime->hasImage() && pasteDir_.isValid()) {
-    // The engine reads files: a pasted image is saved once as PNG, which is lossless.
-    const QImage image = qvariant_cast<QImage>(mime->imageData());
-    const QString file = pasteDir_.filePath(QStringLiteral("pasted-%1.png").arg(++pasteCount_));
-    if (!image.isNull() && image.save(file, "PNG")) addPaths({file});
-  }
+  intake_->paste();
 }
 
 void CaptionPage::copyCaption() {
@@ -398,19 +371,6 @@ void CaptionPage::saveSettings() const {
   modelForm_->saveFields(s);
   s.setValue(QStringLiteral("recent"), recent_.paths());
   s.setValue(QStringLiteral("recent_models"), recentModels_.toSettings());
-}
-
-void CaptionPage::dragEnterEvent(QDragEnterEvent* event) {
-  if (event->mimeData()->hasUrls() || event->mimeData()->hasImage()) event->acceptProposedAction();
-}
-
-void CaptionPage::dropEvent(QDropEvent* event) {
-  QStringList paths;
-  for (const QUrl& url : event->mimeData()->urls())
-    if (url.isLocalFile()) paths << url.toLocalFile();
-  if (paths.isEmpty()) return;
-  addPaths(paths);
-  event->acceptProposedAction();
 }
 
 bool CaptionPage::isBusy() const { return loading_ || inFlight_ > 0; }

@@ -6,7 +6,6 @@
 
 #include <QJsonObject>
 #include <QStringList>
-#include <QTemporaryDir>
 #include <QThread>
 
 #include "caption/captionworker.h"
@@ -23,6 +22,7 @@ class CaptionModel;
 class DecodingForm;
 class DemoNotice;
 class HintLabel;
+class ImageIntake;
 class ModelForm;
 class StudioContext;
 
@@ -65,10 +65,6 @@ class CaptionPage : public StudioPage {
   void modelReady();
   void captioningFinished();  // nothing left queued or running
 
- protected:
-  void dragEnterEvent(QDragEnterEvent* event) override;
-  void dropEvent(QDropEvent* event) override;
-
  private:
   void onModelLoaded(const QString& name, const QJsonObject& details);
   void onModelFailed(const QString& error);
@@ -83,8 +79,7 @@ class CaptionPage : public StudioPage {
   CaptionModel* items_;
   QThread thread_;
   CaptionWorker* worker_;
-  QTemporaryDir pasteDir_;
-  int pasteCount_ = 0;
+  ImageIntake* intake_;  // Open, Paste and drops
   bool loading_ = false;
   int inFlight_ = 0;  // jobs sent to the worker and not yet reported back
   QString modelName_;

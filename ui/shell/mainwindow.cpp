@@ -16,6 +16,7 @@
 #include "attention/attentionpage.h"
 #include "caption/captionpage.h"
 #include "common/notyetpage.h"
+#include "compare/comparepage.h"
 #include "common/theme.h"
 #include "shell/aboutdialog.h"
 #include "shell/studiocontext.h"
@@ -70,10 +71,7 @@ MainWindow::MainWindow(StudioContext* context, QWidget* parent)
                          QStringLiteral("This page is not built yet. Meanwhile: expnet runs list, expnet runs show RUN "
                                         "and expnet runs export RUN --csv; the Training page follows one run of a store "
                                         "live (Open run…, Ctrl+Shift+O).")));
-  addPage(new NotYetPage(QStringLiteral("compare"), QStringLiteral("Compare"),
-                         QStringLiteral("Autoregressive (AIC) versus partially non-autoregressive (PNAIC) decoding side "
-                                        "by side: captions, CIDEr-D and speed."),
-                         QStringLiteral("Planned after the open issues (PNAIC decoding).")));
+  addPage(new ComparePage(context_));
 
   connect(navigation_, &QListWidget::currentRowChanged, stack_, &QStackedWidget::setCurrentIndex);
   connect(stack_, &QStackedWidget::currentChanged, this, [this](int index) {

@@ -1,29 +1,21 @@
 // AIC against PNAIC on the same images (decoding_comparison.h).
 #include "expnet/decode/decoding_comparison.h"
 
+#include <nlohmann/json.hpp>
+
 #include <algorithm>
+#include <filesystem>
 #include <stdexcept>
 
+#include "expnet/data/dataset.h"
 #include "expnet/decode/captioner.h"
+#include "expnet/decode/group_decoding.h"
 #include "expnet/metrics/scorers.h"
 #include "expnet/model/demo_model.h"
 #include "expnet/system/statistics.h"
 
 namespace expnet {
 namespace {
-
-std::unique_ptr<Captioner> load_model(const std::string& spec, const std::string& device, std::string& file) {
-  ModelSource source;
-  if (is_builtin_model_name(spec)) {
-    source.model = spec;
-    file = builtin_model_path(spec);
-  } else {
-    source.checkpoint = spec;
-    file = spec;
-  }
-  source.device = device;
-  return Captioner::load(source);
-}
 
 // A mode: the model that decodes it and its options (complete()d).
 struct ModeRun {
@@ -49,6 +41,7 @@ ModeCaption caption_one(ModeRun& run, const std::string& image) {
     for (const auto id : g.tokens) words += (words.empty() ? "" : " ") + run.captioner->vocabulary().word(id);
     caption.group_texts.push_back(words);
   }
+  caption.decode_ms = item.ms.decode;
   run.times.push_back(item.ms.decode);
   return caption;
 }
@@ -62,6 +55,7 @@ void run_modes(std::vector<ModeRun>& runs, const ComparisonRequest& request, std
   for (size_t i = 0; i < request.images.size(); ++i) {
     if (request.cancelled && request.cancelled()) throw ComparisonCancelled();
     for (size_t m = 0; m < runs.size(); ++m) modes[m].captions.push_back(caption_one(runs[m], request.images[i]));
+    if (request.captioned) request.captioned(i, modes);
     if (request.progress) request.progress(runs.size(), i + 1);
   }
   for (size_t m = 0; m < runs.size(); ++m) {
@@ -89,70 +83,147 @@ void score(const ComparisonRequest& request, ModeSummary& mode) {
 
 }  // namespace
 
+ComparisonModel load_comparison_model(const std::string& spec, const std::string& vocab, ComparisonRole role,
+                                      const std::string& device) {
+  const bool pnaic = role == ComparisonRole::pnaic;
+  const std::string option = pnaic ? "--pnaic " : "--aic ";
+  if (spec.empty()) throw std::runtime_error(std::string("compare: no ") + (pnaic ? "PNAIC" : "AIC") + " model given");
+  ComparisonModel model;
+  model.spec = spec;
+  ModelSource source;
+  if (is_builtin_model_name(spec)) {
+    source.model = spec;
+    model.file = builtin_model_path(spec);
+  } else {
+    source.checkpoint = spec;
+    model.file = spec;
+  }
+  source.vocab = vocab;
+  source.device = device;
+  model.captioner = Captioner::load(source);
+  const auto& config = model.captioner->config();
+  if (!pnaic && config.is_pnaic())
+    throw std::runtime_error("compare: '" + model.file + "' (" + option + spec + ") is a PNAIC model of " +
+                             std::to_string(config.pnaic_groups) + " groups; --aic takes an AIC model");
+  if (pnaic && !config.is_pnaic())
+    throw std::runtime_error("compare: '" + model.file + "' (" + option + spec +
+                             ") is an AIC model; --pnaic takes a PNAIC model (its config has pnaic_groups)");
+  return model;
+}
+
 ComparisonResult compare_decoding(const ComparisonRequest& request) {
+  if (request.pnaic.empty()) throw std::runtime_error("compare: give at least one PNAIC model (--pnaic)");
+  // Every model is loaded and checked before any decoding, so a wrong file
+  // fails at once.
+  const auto aic = load_comparison_model(request.aic, "", ComparisonRole::aic, request.device);
+  std::vector<ComparisonModel> pnaic;
+  for (const auto& spec : request.pnaic)
+    pnaic.push_back(load_comparison_model(spec, "", ComparisonRole::pnaic, request.device));
+  return compare_decoding(aic, pnaic, request);
+}
+
+ComparisonResult compare_decoding(const ComparisonModel& aic, const std::vector<ComparisonModel>& pnaic,
+                                  const ComparisonRequest& request) {
   if (request.images.empty()) throw std::runtime_error("compare: no images to caption");
   if (!request.references.empty() && request.references.size() != request.images.size())
     throw std::runtime_error("compare: references must be given for every image or for none");
-  if (request.pnaic.empty()) throw std::runtime_error("compare: give at least one PNAIC model (--pnaic)");
+  if (pnaic.empty()) throw std::runtime_error("compare: give at least one PNAIC model (--pnaic)");
   ComparisonResult result;
   result.images = request.images;
-
-  std::string aic_file;
-  auto aic = load_model(request.aic, request.device, aic_file);
-  if (aic->config().is_pnaic())
-    throw std::runtime_error("compare: '" + aic_file + "' (--aic " + request.aic + ") is a PNAIC model of " +
-                             std::to_string(aic->config().pnaic_groups) + " groups; --aic takes an AIC model");
+  Captioner& aic_model = *aic.captioner;
   // The AIC model's own decoding options (e.g. the demo model's max_word_run)
   // with the search replaced: each mode captions as `expnet caption` would.
-  std::vector<std::pair<ModeSummary, DecodingOptions>> aic_modes;
-  {
-    ModeSummary greedy;
-    greedy.name = "aic-greedy";
-    DecodingOptions options = aic->carried_decoding().apply_to({});
-    options.search = SearchKind::Greedy;
-    options.beam_size = 1;
-    aic_modes.emplace_back(greedy, options);
-    if (request.beam > 1) {
-      ModeSummary beam;
-      beam.name = "aic-beam" + std::to_string(request.beam);
-      beam.beam = request.beam;
-      options = aic->carried_decoding().apply_to({});
-      options.search = SearchKind::Beam;
-      options.beam_size = request.beam;
-      aic_modes.emplace_back(beam, options);
-    }
-  }
-  // Every model is loaded and checked before any decoding, so a wrong file
-  // fails at once.
-  std::vector<std::pair<std::unique_ptr<Captioner>, std::string>> pnaic_models;
-  for (const auto& spec : request.pnaic) {
-    std::string file;
-    auto pnaic = load_model(spec, request.device, file);
-    if (!pnaic->config().is_pnaic())
-      throw std::runtime_error("compare: '" + file + "' (--pnaic " + spec +
-                               ") is an AIC model; --pnaic takes a PNAIC model (its config has pnaic_groups)");
-    pnaic_models.emplace_back(std::move(pnaic), file);
-  }
   std::vector<ModeRun> runs;
-  for (auto& [mode, options] : aic_modes) {
-    mode.checkpoint = aic_file;
-    runs.push_back({aic.get(), aic->complete(options), {}});
-    result.modes.push_back(std::move(mode));
-  }
-  for (auto& [pnaic, file] : pnaic_models) {
+  auto add_aic_mode = [&](const std::string& name, SearchKind search, int beam) {
     ModeSummary mode;
-    mode.groups = static_cast<int>(pnaic->config().pnaic_groups);
+    mode.name = name;
+    mode.beam = beam;
+    mode.checkpoint = aic.file;
+    DecodingOptions options = aic_model.carried_decoding().apply_to({});
+    options.search = search;
+    options.beam_size = beam;
+    runs.push_back({&aic_model, aic_model.complete(options), {}});
+    result.modes.push_back(std::move(mode));
+  };
+  add_aic_mode("aic-greedy", SearchKind::Greedy, 1);
+  if (request.beam > 1) add_aic_mode("aic-beam" + std::to_string(request.beam), SearchKind::Beam, request.beam);
+  for (const auto& model : pnaic) {
+    Captioner& captioner = *model.captioner;
+    ModeSummary mode;
+    mode.groups = static_cast<int>(captioner.config().pnaic_groups);
     mode.name = "pnaic-k" + std::to_string(mode.groups);
-    mode.checkpoint = file;
+    mode.checkpoint = model.file;
     for (const auto& other : result.modes)
       if (other.name == mode.name) mode.name += "-" + std::to_string(result.modes.size());  // two models of one K
-    runs.push_back({pnaic.get(), pnaic->complete(pnaic->carried_decoding().apply_to({})), {}});
+    runs.push_back({&captioner, captioner.complete(captioner.carried_decoding().apply_to({})), {}});
     result.modes.push_back(std::move(mode));
   }
   run_modes(runs, request, result.modes);
   if (!request.references.empty())
     for (auto& mode : result.modes) score(request, mode);
   return result;
+}
+
+void add_dataset_images(const std::string& dataset_path, const std::string& split_name, size_t limit,
+                        ComparisonRequest& request) {
+  const Dataset dataset = load_dataset(dataset_path);
+  const bool all = split_name == "all";
+  const Split split = all ? Split::Test : parse_split(split_name);
+  size_t added = 0;
+  for (const auto& image : dataset.images) {
+    if (!all && image.split != split) continue;
+    if (limit > 0 && added >= limit) break;
+    request.images.push_back(std::filesystem::absolute(dataset.image_path(image)).lexically_normal().string());
+    std::vector<std::string> references;
+    for (const auto& caption : image.captions) references.push_back(caption.raw);
+    request.references.push_back(std::move(references));
+    ++added;
+  }
+  if (added == 0)
+    throw std::runtime_error(dataset_path + ": no images in split '" + split_name +
+                             "' (splits: train, restval, val, test, or all)");
+}
+
+namespace {
+nlohmann::json image_entry(const std::vector<ModeSummary>& modes, size_t index, const std::string& image) {
+  nlohmann::json captions = nlohmann::json::object();
+  for (const auto& mode : modes) {
+    if (index >= mode.captions.size()) continue;
+    const auto& c = mode.captions[index];
+    if (!c.error.empty()) {
+      captions[mode.name] = {{"error", c.error}};
+      continue;
+    }
+    nlohmann::json entry = {{"text", c.text}, {"steps", c.steps}, {"decode_ms", c.decode_ms}};
+    if (mode.groups > 0) {
+      entry["groups"] = nlohmann::json::array();
+      for (size_t g = 0; g < c.groups.size(); ++g)
+        entry["groups"].push_back(
+            {{"text", c.group_texts[g]}, {"tokens", c.groups[g].tokens}, {"end", to_string(c.groups[g].end)}});
+    }
+    captions[mode.name] = std::move(entry);
+  }
+  return {{"image", image}, {"captions", std::move(captions)}};
+}
+}  // namespace
+
+std::string comparison_image_json(const std::vector<ModeSummary>& modes, size_t index, const std::string& image) {
+  return image_entry(modes, index, image).dump();
+}
+
+std::string comparison_json(const ComparisonResult& result) {
+  nlohmann::json modes = nlohmann::json::array();
+  for (const auto& mode : result.modes) {
+    nlohmann::json m = {{"name", mode.name},       {"checkpoint", mode.checkpoint},
+                        {"groups", mode.groups},   {"beam", mode.beam},
+                        {"steps_mean", mode.steps_mean}, {"decode_ms_per_image", mode.decode_ms_per_image},
+                        {"speedup", mode.speedup}};
+    if (!mode.scores.empty()) m["scores"] = mode.scores;
+    modes.push_back(std::move(m));
+  }
+  nlohmann::json per_image = nlohmann::json::array();
+  for (size_t i = 0; i < result.images.size(); ++i) per_image.push_back(image_entry(result.modes, i, result.images[i]));
+  return nlohmann::json{{"images", result.images.size()}, {"modes", modes}, {"per_image", per_image}}.dump();
 }
 
 }  // namespace expnet

@@ -11,6 +11,7 @@
 #include <cstddef>
 #include <functional>
 #include <map>
+#include <memory>
 #include <stdexcept>
 #include <string>
 #include <vector>
@@ -18,6 +19,9 @@
 #include "expnet/decode/decoding.h"
 
 namespace expnet {
+
+class Captioner;
+struct ModeSummary;
 
 struct ComparisonRequest {
   std::string aic;                 // checkpoint of ours or built-in name ("demo")
@@ -30,6 +34,9 @@ struct ComparisonRequest {
   std::function<void(size_t modes, size_t done)> progress;
   // Asked before each image; true stops the comparison (ComparisonCancelled).
   std::function<bool()> cancelled;
+  // Called after each image with every mode so far: modes[m].captions[image]
+  // is that image's caption by mode m (the studio shows rows as they come).
+  std::function<void(size_t image, const std::vector<ModeSummary>& modes)> captioned;
 };
 
 // Thrown by compare_decoding when request.cancelled() says so.
@@ -43,6 +50,7 @@ struct ModeCaption {
   std::vector<WordGroup> groups;        // PNAIC only
   std::vector<std::string> group_texts; // the words of each group
   std::string error;                    // the image could not be captioned
+  double decode_ms = 0;                 // the timed (second) decode
 };
 
 struct ModeSummary {
@@ -62,9 +70,40 @@ struct ComparisonResult {
   std::vector<ModeSummary> modes;
 };
 
+// A model of a comparison, loaded and checked once (the studio loads each
+// slot in its own right, so one broken file leaves the others usable).
+struct ComparisonModel {
+  std::string spec;  // as given: a built-in name or a checkpoint
+  std::string file;  // the checkpoint file it was read from
+  std::shared_ptr<Captioner> captioner;
+};
+enum class ComparisonRole { aic, pnaic };
+
+// `spec`: a built-in name or a checkpoint of ours (`vocab`: its vocabulary
+// when the checkpoint carries none). Throws std::runtime_error naming the file
+// when it cannot be loaded or is of the wrong kind for `role`.
+ComparisonModel load_comparison_model(const std::string& spec, const std::string& vocab, ComparisonRole role,
+                                      const std::string& device);
+
 // Throws std::runtime_error naming the model file or the image list when a model
 // cannot be loaded or is of the wrong kind (an AIC model given as PNAIC or the
 // reverse); an unreadable image is reported in its captions' `error`.
 ComparisonResult compare_decoding(const ComparisonRequest& request);
+// The same with models already loaded (request.aic, pnaic and device unused).
+ComparisonResult compare_decoding(const ComparisonModel& aic, const std::vector<ComparisonModel>& pnaic,
+                                  const ComparisonRequest& request);
+
+// `dataset`'s images of `split` ("all": every image), at most `limit` (0 = all),
+// with their raw references, appended to request.images and .references.
+// Throws naming the dataset when the split has no images.
+void add_dataset_images(const std::string& dataset, const std::string& split, size_t limit,
+                        ComparisonRequest& request);
+
+// The result as `expnet compare --json` prints it: {images, modes: [{name,
+// checkpoint, groups, beam, steps_mean, decode_ms_per_image, speedup, scores?}],
+// per_image: [{image, captions: {MODE: {text, steps, decode_ms, groups?} or {error}}}]}.
+std::string comparison_json(const ComparisonResult& result);
+// One per_image entry of that JSON: image `index` (its path `image`) by every mode.
+std::string comparison_image_json(const std::vector<ModeSummary>& modes, size_t index, const std::string& image);
 
 }  // namespace expnet

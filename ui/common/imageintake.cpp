@@ -1,0 +1,76 @@
+#include "common/imageintake.h"
+
+#include <QApplication>
+#include <QClipboard>
+#include <QDragEnterEvent>
+#include <QDropEvent>
+#include <QFileDialog>
+#include <QFileInfo>
+#include <QImage>
+#include <QMimeData>
+#include <QUrl>
+#include <QWidget>
+
+ImageIntake::ImageIntake(QWidget* page, std::function<void(const QStringList&)> add)
+    : QObject(page), page_(page), add_(std::move(add)) {
+  page->setAcceptDrops(true);
+  page->installEventFilter(this);
+}
+
+void ImageIntake::open() {
+  const QStringList files = QFileDialog::getOpenFileNames(
+      page_, QStringLiteral("Open images"), QString(),
+      QStringLiteral("Images (*.png *.jpg *.jpeg *.bmp *.gif *.webp *.tif *.tiff *.ppm *.pgm);;All files (*)"));
+  if (!files.isEmpty()) add_(files);
+}
+
+void ImageIntake::paste() {
+  const QStringList paths = pathsOf(QApplication::clipboard()->mimeData());
+  if (!paths.isEmpty()) add_(paths);
+}
+
+bool ImageIntake::eventFilter(QObject* watched, QEvent* event) {
+  if (watched == page_ && event->type() == QEvent::DragEnter) {
+    auto* enter = static_cast<QDragEnterEvent*>(event);
+    if (enter->mimeData()->hasUrls() || enter->mimeData()->hasImage()) enter->acceptProposedAction();
+    return true;
+  }
+  if (watched == page_ && event->type() == QEvent::Drop) {
+    auto* drop = static_cast<QDropEvent*>(event);
+    const QStringList paths = pathsOf(drop->mimeData());
+    if (!paths.isEmpty()) {
+      add_(paths);
+      drop->acceptProposedAction();
+    }
+    return true;
+  }
+  return QObject::eventFilter(watched, event);
+}
+
+QStringList ImageIntake::pathsOf(const QMimeData* mime) {
+  if (!mime) return {};
+  QStringList paths;
+  if (mime->hasUrls()) {
+    for (const QUrl& url : mime->urls())
+      if (url.isLocalFile()) paths << url.toLocalFile();
+    if (!paths.isEmpty()) return paths;
+  }
+  if (mime->hasText()) {
+    // Paths or file:// URLs copied as text (a terminal, a file manager's "copy path"),
+    // one per line; lines that name no existing file are ignored.
+    for (const QString& line : mime->text().split(QLatin1Char('\n'), Qt::SkipEmptyParts)) {
+      const QString text = line.trimmed();
+      const QUrl url(text);
+      const QString path = url.isLocalFile() ? url.toLocalFile() : text;
+      if (!path.isEmpty() && QFileInfo::exists(path)) paths << path;
+    }
+    if (!paths.isEmpty()) return paths;
+  }
+  if (mime->hasImage() && pasteDir_.isValid()) {
+    // PNG is lossless: the engine reads exactly the pixels pasted.
+    const QImage image = qvariant_cast<QImage>(mime->imageData());
+    const QString file = pasteDir_.filePath(QStringLiteral("pasted-%1.png").arg(++pasted_));
+    if (!image.isNull() && image.save(file, "PNG")) paths << file;
+  }
+  return paths;
+}

@@ -1,0 +1,72 @@
+// Runs the Compare page's engine work off the UI thread: loading each model
+// slot, comparing the page's images and evaluating on a dataset, all through
+// expnet::compare_decoding (the function `expnet compare` calls). The worker
+// lives in its own QThread; the page calls it through queued functors and
+// hears back through queued signals carrying `expnet compare --json` JSON.
+#pragma once
+
+#include <QImage>
+#include <QJsonObject>
+#include <QObject>
+#include <QString>
+#include <QStringList>
+
+#include <atomic>
+#include <map>
+
+#include "expnet/decode/decoding_comparison.h"
+
+struct SlotRequest {
+  int slot = 0;        // the page's slot id (0 = the AIC slot)
+  bool pnaic = false;  // which kind the slot takes
+  QString spec;        // a built-in name or a checkpoint
+  QString vocab;       // the checkpoint's vocabulary when it carries none
+  QString device = QStringLiteral("cpu");
+};
+
+struct EvaluationRequest {
+  QString dataset, split;
+  int limit = 0;
+  int beam = 3;
+};
+
+class CompareWorker : public QObject {
+  Q_OBJECT
+ public:
+  // Thread-safe: stops the running (or queued) evaluation before its next image.
+  void cancelEvaluation() { cancelled_ = true; }
+  // Thread-safe: called by the page before it queues an evaluation.
+  void armEvaluation() { cancelled_ = false; }
+  // Thread-safe: image batches numbered below `batch` stop (their rows are stale).
+  void dropBatchesBefore(int batch) { firstLiveBatch_ = batch; }
+
+  // Run in the worker's thread (queued functors from the page).
+  void loadSlot(const SlotRequest& request);
+  void removeSlot(int slot);
+  // Every image by every mode of the loaded slots; rowReady per image.
+  void compareImages(int batch, const QStringList& images, int beam);
+  void evaluate(const EvaluationRequest& request);
+
+ signals:
+  void slotLoaded(int slot, const QString& file, int groups, double loadMs);
+  void slotFailed(int slot, const QString& error);
+  void thumbnailReady(const QString& image, const QImage& thumbnail);
+  // entry: one per_image entry of `expnet compare --json` ({image, captions});
+  // modes: the mode names in the comparison's order (JSON objects sort their keys).
+  void rowReady(int batch, const QJsonObject& entry, const QStringList& modes);
+  void batchFinished(int batch, const QStringList& modes);
+  void batchFailed(int batch, const QString& error);
+  void evaluationProgress(int done, int total);
+  // json: the whole object `expnet compare --json` prints, byte for byte.
+  void evaluated(const QByteArray& json);
+  void evaluationFailed(const QString& error);
+  void evaluationCancelled();
+
+ private:
+  // The loaded AIC model and PNAIC models, or an error saying what is missing.
+  bool models(const expnet::ComparisonModel** aic, std::vector<expnet::ComparisonModel>* pnaic, QString* error) const;
+
+  std::map<int, expnet::ComparisonModel> slots_;
+  std::atomic<bool> cancelled_{false};
+  std::atomic<int> firstLiveBatch_{0};
+};

@@ -1,0 +1,59 @@
+#include "compare/groupcaption.h"
+
+#include <QJsonArray>
+#include <QStringList>
+
+#include "common/theme.h"
+
+QColor groupColour(int group, const Theme& theme) {
+  // Tableau-like hues: darker ones on light backgrounds, lighter on dark, each
+  // at a contrast of at least 4.5:1 against the page's background.
+  static const char* const light[] = {"#1f5fa8", "#b8262a", "#237a2b", "#7a46b0", "#a85a00", "#0c7a85", "#7d4a33", "#a8336f"};
+  static const char* const dark[] = {"#7cb8ff", "#ff8a80", "#7bd88f", "#c9a6ff", "#ffb74d", "#5fd7e0", "#d9a58a", "#f59ad7"};
+  const int i = ((group % 8) + 8) % 8;
+  return QColor(QLatin1String(theme.isDark() ? dark[i] : light[i]));
+}
+
+namespace {
+QStringList wordsOf(const QString& text) { return text.split(QLatin1Char(' '), Qt::SkipEmptyParts); }
+
+// `shown` words of `words`, the last `fresh` of them underlined.
+QString wordsHtml(const QStringList& words, qsizetype shown, qsizetype fresh) {
+  QStringList out;
+  for (qsizetype i = 0; i < shown && i < words.size(); ++i) {
+    const QString word = words[i].toHtmlEscaped();
+    out << (i >= shown - fresh ? QStringLiteral("<u>%1</u>").arg(word) : word);
+  }
+  return out.join(QLatin1Char(' '));
+}
+}  // namespace
+
+QString captionHtml(const QJsonObject& caption, int step, bool showDeleted, const Theme& theme) {
+  if (caption.contains(QStringLiteral("error")))
+    return QStringLiteral("<span style=\"color:%1\">%2</span>")
+        .arg(Theme::css(theme.errorText()), caption.value(QStringLiteral("error")).toString().toHtmlEscaped());
+  const bool whole = step <= 0;
+  const QJsonArray groups = caption.value(QStringLiteral("groups")).toArray();
+  if (groups.isEmpty()) {  // AIC: one word per step
+    const QStringList words = wordsOf(caption.value(QStringLiteral("text")).toString());
+    const qsizetype shown = whole ? words.size() : std::min<qsizetype>(step, words.size());
+    return wordsHtml(words, shown, whole || step > words.size() ? 0 : 1);
+  }
+  // PNAIC: every unfinished group adds one word per step.
+  QStringList parts;
+  for (int g = 0; g < groups.size(); ++g) {
+    const QJsonObject group = groups[g].toObject();
+    const QStringList words = wordsOf(group.value(QStringLiteral("text")).toString());
+    const bool deleted = group.value(QStringLiteral("end")).toString() == QStringLiteral("del");
+    // A group's DEL is decided at the step after its last word.
+    const bool deletedYet = deleted && (whole || step > words.size());
+    if (deletedYet && !showDeleted) continue;
+    const qsizetype shown = whole ? words.size() : std::min<qsizetype>(step, words.size());
+    if (shown == 0) continue;
+    const QString text = wordsHtml(words, shown, whole || step > words.size() ? 0 : 1);
+    parts << QStringLiteral("<span style=\"color:%1%2\">%3</span>")
+                 .arg(Theme::css(groupColour(g, theme)),
+                      deletedYet ? QStringLiteral("; text-decoration: line-through") : QString(), text);
+  }
+  return parts.join(QStringLiteral(" <span style=\"color:%1\">|</span> ").arg(Theme::css(theme.mutedText())));
+}

@@ -1,0 +1,65 @@
+// The Compare page's "Models" box: one AIC slot and one or more PNAIC slots,
+// each a built-in name or a checkpoint (with its vocabulary when the file
+// carries none), filled at start with the shipped demo models. Each slot loads
+// on its own (in the page's worker) and shows its state: loading, what loaded
+// ("K = 5, 120 ms") or its error, which leaves the other slots usable.
+#pragma once
+
+#include <QGroupBox>
+#include <QJsonArray>
+#include <QMap>
+
+#include "compare/compareworker.h"
+
+class QComboBox;
+class QLabel;
+class QLineEdit;
+class QVBoxLayout;
+
+class ModelSlots : public QGroupBox {
+  Q_OBJECT
+ public:
+  // `device`: where the slots' models are loaded (cpu, cuda, cuda:N).
+  explicit ModelSlots(const QString& device, QWidget* parent = nullptr);
+
+  // Adds a PNAIC slot holding `spec` and returns its id (the AIC slot is 0).
+  int addPnaicSlot(const QString& spec);
+  void removeSlot(int slot);
+  // Sets a slot's fields (an empty vocab clears it) and loads it.
+  void setSlot(int slot, const QString& spec, const QString& vocab = QString());
+  // Every slot's request (to load them all at start).
+  QVector<SlotRequest> requests() const;
+
+  void showLoading(int slot);
+  void showLoaded(int slot, const QString& file, int groups, double loadMs);
+  void showFailed(int slot, const QString& error);
+  bool loading() const;
+  int loadedPnaicSlots() const;
+  bool aicLoaded() const;
+  // [{slot, kind, spec, state: loading|loaded|failed|empty, message}].
+  QJsonArray describe() const;
+
+ signals:
+  void loadRequested(const SlotRequest& request);
+  void slotRemoved(int slot);
+
+ private:
+  struct Slot {
+    QWidget* row = nullptr;
+    QComboBox* spec = nullptr;
+    QLineEdit* vocab = nullptr;
+    QLabel* state = nullptr;
+    QString status = QStringLiteral("empty");  // loading, loaded, failed, empty
+    QString message;
+    SlotRequest loaded;  // the request last sent
+  };
+  int addSlot(bool pnaic, const QString& spec);
+  SlotRequest requestOf(int slot) const;
+  void requestLoad(int slot, bool force);
+  void setState(int slot, const QString& status, const QString& message);
+
+  QMap<int, Slot> slots_;
+  int nextSlot_ = 0;
+  QString device_;
+  QVBoxLayout* rows_;
+};
