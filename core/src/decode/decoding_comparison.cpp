@@ -24,25 +24,9 @@ struct ModeRun {
   std::vector<double> times;  // decode ms per image (images that failed: none)
 };
 
-// One image with one mode, batch 1, decoded twice: the second time is the one
-// kept (run.times), with the mode's model warm in the caches again after the
-// other modes' decodes of this image.
 ModeCaption caption_one(ModeRun& run, const std::string& image) {
-  run.captioner->caption_files({image}, run.options);
-  auto item = std::move(run.captioner->caption_files({image}, run.options).front());
-  ModeCaption caption;
-  caption.error = item.error;
-  if (!item.error.empty()) return caption;
-  caption.text = item.texts.front();
-  caption.steps = item.steps;
-  caption.groups = item.captions.front().groups;
-  for (const auto& g : caption.groups) {
-    std::string words;
-    for (const auto id : g.tokens) words += (words.empty() ? "" : " ") + run.captioner->vocabulary().word(id);
-    caption.group_texts.push_back(words);
-  }
-  caption.decode_ms = item.ms.decode;
-  run.times.push_back(item.ms.decode);
+  ModeCaption caption = caption_image(*run.captioner, run.options, image, true);
+  if (caption.error.empty()) run.times.push_back(caption.decode_ms);
   return caption;
 }
 
@@ -82,6 +66,26 @@ void score(const ComparisonRequest& request, ModeSummary& mode) {
 }
 
 }  // namespace
+
+ModeCaption caption_image(Captioner& captioner, const DecodingOptions& options, const std::string& image, bool timed) {
+  // Timed: the second decode is kept, the model warm in the caches again after
+  // the other modes' decodes of this image.
+  if (timed) captioner.caption_files({image}, options);
+  auto item = std::move(captioner.caption_files({image}, options).front());
+  ModeCaption caption;
+  caption.error = item.error;
+  if (!item.error.empty()) return caption;
+  caption.text = item.texts.front();
+  caption.steps = item.steps;
+  caption.groups = item.captions.front().groups;
+  for (const auto& g : caption.groups) {
+    std::string words;
+    for (const auto id : g.tokens) words += (words.empty() ? "" : " ") + captioner.vocabulary().word(id);
+    caption.group_texts.push_back(words);
+  }
+  caption.decode_ms = item.ms.decode;
+  return caption;
+}
 
 ComparisonModel load_comparison_model(const std::string& spec, const std::string& vocab, ComparisonRole role,
                                       const std::string& device) {

@@ -85,6 +85,13 @@ enum class ComparisonRole { aic, pnaic };
 ComparisonModel load_comparison_model(const std::string& spec, const std::string& vocab, ComparisonRole role,
                                       const std::string& device);
 
+// One image captioned by one model with `options` (complete()d), batch 1, the
+// incremental decoder: the step compare_decoding runs for every mode and image,
+// and what `expnet eval` and the Datasets page's evaluation run per image.
+// `timed`: decode twice and keep the second decode's time (the model warm);
+// otherwise decode once. An unreadable image is reported in `error`.
+ModeCaption caption_image(Captioner& captioner, const DecodingOptions& options, const std::string& image, bool timed);
+
 // Throws std::runtime_error naming the model file or the image list when a model
 // cannot be loaded or is of the wrong kind (an AIC model given as PNAIC or the
 // reverse); an unreadable image is reported in its captions' `error`.
