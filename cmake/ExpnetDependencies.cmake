@@ -8,6 +8,11 @@ find_package(CLI11 REQUIRED)
 find_package(spdlog REQUIRED)
 find_package(fmt REQUIRED)
 find_package(Threads REQUIRED)
+# Karpathy JSON for the dataset index: a streaming pass at gigabytes per second (docs/datasets.md).
+find_package(simdjson REQUIRED)
+# SHA-256 of checkpoints (the per-sample evaluation store's key): nettle's sha2.
+find_package(PkgConfig REQUIRED)
+pkg_check_modules(NETTLE REQUIRED IMPORTED_TARGET nettle)
 
 # LibTorch's CMake config appends its own flags to CMAKE_CXX_FLAGS (e.g. the
 # _GLIBCXX_USE_CXX11_ABI setting of an official build); keep them, they are

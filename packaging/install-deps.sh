@@ -11,6 +11,7 @@ PACKAGES=(
   # engine
   libtorch-dev libgloo-dev libopenblas0-pthread
   libopencv-dev libsqlite3-dev nlohmann-json3-dev libcli11-dev libspdlog-dev libfmt-dev
+  libsimdjson-dev nettle-dev
   # studio
   qt6-base-dev libqt6sql6-sqlite libqcustomplot-dev libqcustomplot2.1-qt6
   libgl1-mesa-dev fonts-dejavu-core
