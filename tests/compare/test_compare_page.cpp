@@ -11,7 +11,10 @@
 #include <QJsonArray>
 #include <QJsonDocument>
 #include <QJsonObject>
-#include <QMimeData>
+#include <QCheckBox>
+#include <QLineEdit>
+#include <QSettings>
+#include <QSpinBox>
 #include <QRegularExpression>
 #include <QSignalSpy>
 #include <QUrl>
@@ -240,6 +243,34 @@ class TestComparePage : public QObject {
     QVERIFY(waitIdle(page));
     QCOMPARE(page.describe()["rows"].toArray()[0].toObject()["modes"].toObject().keys(),
              QStringList({"aic-beam3", "aic-greedy", "pnaic-k2", "pnaic-k5"}));
+  }
+
+  // The page's fields and slots are remembered (QSettings) and come back, loaded.
+  void settingsComeBack() {
+    QCoreApplication::setOrganizationName("expnet-test");  // not the user's settings
+    QSettings().clear();
+    {
+      StudioContext context;
+      ComparePage page(&context);
+      page.findChild<QSpinBox*>("compareBeam")->setValue(5);
+      page.findChild<QCheckBox*>("showDeleted")->setChecked(true);
+      page.findChild<QLineEdit*>("compareDataset")->setText(shapes_);
+      page.modelSlots()->removeSlot(1);  // only K = 5 left
+      page.saveSettings();
+    }
+    StudioContext context;
+    ComparePage page(&context);
+    page.restoreSettings();
+    page.show();
+    QVERIFY(waitIdle(page));
+    QCOMPARE(page.describe()["beam"].toInt(), 5);
+    QCOMPARE(page.describe()["show_deleted"].toBool(), true);
+    QCOMPARE(page.findChild<QLineEdit*>("compareDataset")->text(), shapes_);
+    const QJsonArray slotList = page.describe()["slots"].toArray();
+    QCOMPARE(slotList.size(), 2);
+    QCOMPARE(slotList[1].toObject()["spec"].toString(), QString("pnaic-demo-k5"));
+    QCOMPARE(slotList[1].toObject()["state"].toString(), QString("loaded"));
+    QSettings().clear();
   }
 
   // `expnet-studio --screenshot F --page compare --open ... --dataset ...`: rows and points in F.json.

@@ -14,6 +14,7 @@
 #include <QProgressBar>
 #include <QPushButton>
 #include <QScrollArea>
+#include <QSettings>
 #include <QSpinBox>
 #include <QSplitter>
 #include <QStackedWidget>
@@ -480,6 +481,31 @@ void ComparePage::updateState() {
   evaluationLabel_->setStyleSheet(evaluationState_ == QStringLiteral("failed") && !evaluating_
                                       ? QStringLiteral("color: %1").arg(Theme::css(Theme::current().errorText()))
                                       : QString());
+}
+
+void ComparePage::restoreSettings() {
+  QSettings s;
+  s.beginGroup(QStringLiteral("compare"));
+  beam_->setValue(s.value(QStringLiteral("beam"), beam_->value()).toInt());
+  showDeleted_->setChecked(s.value(QStringLiteral("show_deleted"), false).toBool());
+  dataset_->setText(s.value(QStringLiteral("dataset")).toString());
+  split_->setCurrentText(s.value(QStringLiteral("split"), split_->currentText()).toString());
+  limit_->setValue(s.value(QStringLiteral("limit"), limit_->value()).toInt());
+  slots_->fromSettings(s.value(QStringLiteral("slots")).toStringList());
+  // Shown already (the page the window opened on): load what the slots say now.
+  if (modelsRequested_)
+    for (const auto& request : slots_->requests()) slots_->setSlot(request.slot, request.spec, request.vocab);
+}
+
+void ComparePage::saveSettings() const {
+  QSettings s;
+  s.beginGroup(QStringLiteral("compare"));
+  s.setValue(QStringLiteral("beam"), beam_->value());
+  s.setValue(QStringLiteral("show_deleted"), showDeleted_->isChecked());
+  s.setValue(QStringLiteral("dataset"), dataset_->text());
+  s.setValue(QStringLiteral("split"), split_->currentText());
+  s.setValue(QStringLiteral("limit"), limit_->value());
+  s.setValue(QStringLiteral("slots"), slots_->toSettings());
 }
 
 bool ComparePage::isBusy() const {

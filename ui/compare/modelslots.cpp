@@ -123,6 +123,24 @@ QVector<SlotRequest> ModelSlots::requests() const {
   return out;
 }
 
+QStringList ModelSlots::toSettings() const {
+  QStringList out;
+  for (const auto& request : requests()) out << request.spec + QLatin1Char('\t') + request.vocab;
+  return out;
+}
+
+void ModelSlots::fromSettings(const QStringList& entries) {
+  if (entries.isEmpty()) return;
+  for (const int id : slots_.keys())
+    if (id != 0) removeSlot(id);
+  for (int i = 0; i < entries.size(); ++i) {
+    const QStringList fields = entries[i].split(QLatin1Char('\t'));
+    const int id = i == 0 ? 0 : addPnaicSlot(fields.value(0));
+    slots_[id].spec->setCurrentText(fields.value(0));
+    slots_[id].vocab->setText(fields.value(1));
+  }
+}
+
 void ModelSlots::requestLoad(int id, bool force) {
   if (!slots_.contains(id)) return;
   const SlotRequest request = requestOf(id);

@@ -29,6 +29,10 @@ class ModelSlots : public QGroupBox {
   void setSlot(int slot, const QString& spec, const QString& vocab = QString());
   // Every slot's request (to load them all at start).
   QVector<SlotRequest> requests() const;
+  // The slots as remembered: one "spec\tvocab" per slot, the AIC slot first.
+  QStringList toSettings() const;
+  // Replaces the slots' fields (nothing is loaded; the page loads them).
+  void fromSettings(const QStringList& entries);
 
   void showLoading(int slot);
   void showLoaded(int slot, const QString& file, int groups, double loadMs);
