@@ -2,6 +2,7 @@
 #include <nlohmann/json.hpp>
 #include <spdlog/spdlog.h>
 
+#include <algorithm>
 #include <iostream>
 
 #include "command.h"
@@ -15,12 +16,27 @@ namespace {
 struct IndexArgs {
   DatasetArgs dataset;
   std::string db;
+  bool in_memory = false;
   bool json = false;
 };
 
 void run_index(const IndexArgs& args) {
-  const Dataset dataset = read_dataset(args.dataset);
-  const IndexBuildReport report = build_dataset_index(dataset, args.db);
+  IndexBuildReport report;
+  if (args.in_memory) {
+    report = build_dataset_index(read_dataset(args.dataset), args.db);
+  } else {
+    DatasetLoadOptions options;
+    options.format = parse_format(args.dataset.format);
+    options.image_root = args.dataset.image_root;
+    IndexBuildControl control;
+    int64_t logged = 0;
+    control.progress = [&logged](int64_t done, int64_t total) {
+      if (done - logged < std::max<int64_t>(total / 4, 1) && done != total) return;
+      logged = done;
+      spdlog::info("indexed {}/{} images", done, total);
+    };
+    report = build_dataset_index_from_file(args.dataset.path, args.db, options, control);
+  }
   if (args.json) {
     std::cout << nlohmann::json({{"db", args.db}, {"images", report.images}, {"captions", report.captions},
                                  {"words", report.words}, {"seconds", report.seconds}})
@@ -35,21 +51,46 @@ void run_index(const IndexArgs& args) {
 struct QueryArgs {
   std::string db;
   IndexQuery query;
+  std::string sort = "id";
   bool json = false;
 };
 
+IndexSort parse_sort(const std::string& name) {
+  if (name == "length") return IndexSort::caption_length;
+  if (name == "length-desc") return IndexSort::caption_length_descending;
+  if (name == "score") return IndexSort::score_ascending;
+  if (name == "score-desc") return IndexSort::score_descending;
+  return IndexSort::id;
+}
+
 void run_query(const QueryArgs& args) {
-  const IndexQuery& query = args.query;
+  IndexQuery query = args.query;
+  query.sort = parse_sort(args.sort);
   if (!query.split.empty()) parse_split(query.split);  // a clear error before opening anything
+  if ((query.sort == IndexSort::score_ascending || query.sort == IndexSort::score_descending) &&
+      (query.evaluation_db.empty() || query.evaluation_id <= 0))
+    throw std::runtime_error("--sort " + args.sort + " needs an evaluation: add --eval-db FILE --evaluation ID");
+  if (query.evaluation_db.empty() != (query.evaluation_id <= 0))
+    throw std::runtime_error("--eval-db and --evaluation go together: the store file and the id of one of its evaluations");
   const DatasetIndex index(args.db);
   const IndexPage page = index.query(query);
   const int64_t pages = (page.total + query.page_size - 1) / query.page_size;
   if (args.json) {
-    for (const auto& image : page.images)
-      std::cout << nlohmann::ordered_json({{"cocoid", image.cocoid}, {"filepath", image.filepath}, {"filename", image.filename},
-                                           {"split", image.split}, {"captions", image.captions}})
-                       .dump()
-                << "\n";
+    for (const auto& image : page.images) {
+      nlohmann::ordered_json line = {{"cocoid", image.cocoid}, {"filepath", image.filepath}, {"filename", image.filename},
+                                     {"split", image.split}, {"captions", image.captions}};
+      if (query.sort == IndexSort::caption_length || query.sort == IndexSort::caption_length_descending)
+        line["caption_length"] = image.caption_length;
+      if (!query.evaluation_db.empty()) {
+        line["evaluated"] = image.evaluated;
+        if (image.evaluated) {
+          line["model_caption"] = image.model_caption;
+          line["cider_d"] = image.cider_d;
+          line["bleu4"] = image.bleu4;
+        }
+      }
+      std::cout << line.dump() << "\n";
+    }
     std::cout.flush();
     spdlog::info("page {} of {} ({} matching images)", query.page, pages, page.total);
     return;
@@ -57,7 +98,12 @@ void run_query(const QueryArgs& args) {
   std::cout << page.total << " images match; page " << query.page << " of " << pages << "\n";
   for (const auto& image : page.images) {
     std::cout << image.cocoid << "  " << image.split << "  " << (image.filepath.empty() ? "" : image.filepath + "/")
-              << image.filename << "\n";
+              << image.filename;
+    if (query.sort == IndexSort::caption_length || query.sort == IndexSort::caption_length_descending)
+      std::cout << "  (" << image.caption_length << " words per caption)";
+    std::cout << "\n";
+    if (image.evaluated)
+      std::cout << "  model: " << image.model_caption << "  (CIDEr-D " << image.cider_d << ", BLEU-4 " << image.bleu4 << ")\n";
     for (const auto& caption : image.captions) std::cout << "    " << caption << "\n";
   }
 }
@@ -68,6 +114,8 @@ void install_index_commands(CLI::App* group) {
         group, "index", "Build a SQLite index (images, splits, captions, tokens, full-text search) of a dataset", run_index);
     add_dataset_options(command, args->dataset);
     command->add_option("--db", args->db, "Index file to write (replaced only when the new one is complete)")->required();
+    command->add_flag("--in-memory", args->in_memory,
+                      "Read the whole dataset first (load_dataset), then index it: the slower reference the streaming build is checked against");
     command->add_flag("--json", args->json, "Print a compact JSON summary");
   }
   {
@@ -79,7 +127,16 @@ void install_index_commands(CLI::App* group) {
     command->add_option("--text", query.text, "Words every matching caption contains");
     command->add_option("--page", query.page, "Page number, from 1")->capture_default_str()->check(CLI::PositiveNumber);
     command->add_option("--page-size", query.page_size, "Images per page")->capture_default_str()->check(CLI::Range(1, 10000));
-    command->add_flag("--json", args->json, "One compact JSON object per image: cocoid, filepath, filename, split, captions");
+    command->add_option("--sort", args->sort,
+                        "id; length (mean words per caption, shortest first); length-desc; score (CIDEr-D, worst first) or "
+                        "score-desc, with --eval-db and --evaluation (unscored images last)")
+        ->capture_default_str()
+        ->check(CLI::IsMember({"id", "length", "length-desc", "score", "score-desc"}));
+    command->add_option("--eval-db", query.evaluation_db, "Evaluation store (expnet eval) whose captions and scores to show");
+    command->add_option("--evaluation", query.evaluation_id, "Id of the evaluation in --eval-db")->check(CLI::PositiveNumber);
+    command->add_flag("--json", args->json,
+                      "One compact JSON object per image: cocoid, filepath, filename, split, captions (and caption_length "
+                      "with a length sort; evaluated, model_caption, cider_d, bleu4 with an evaluation)");
   }
 }
 

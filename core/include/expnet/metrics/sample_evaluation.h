@@ -13,6 +13,13 @@
 //               UNIQUE(checkpoint_sha256, options, dataset, split))
 //   samples(evaluation_id INTEGER, cocoid INTEGER, image TEXT, caption TEXT,
 //           cider_d REAL, bleu4 REAL, error TEXT, PRIMARY KEY(evaluation_id, cocoid))
+//   corpus(evaluation_id INTEGER, key TEXT, value REAL,  -- the last scoring's corpus
+//          PRIMARY KEY(evaluation_id, key))               -- scores (Bleu_1 .. CIDEr)
+// options is decoding_options_json() of the complete()d options; dataset the
+// absolute path of the file load_dataset read; split train, restval, val, test
+// or all. A sample's scores are NULL while unscored and for an image without
+// references; a sample that could not be captioned has `error`, caption "" and
+// is scored as an empty caption (as `expnet compare` scores it). docs/evaluation.md.
 #pragma once
 
 #include <cstdint>
@@ -32,12 +39,19 @@ struct SampleEvaluationRequest {
   std::string vocab;       // when the checkpoint carries none
   std::string device = "cpu";
   DecodingOptions options;  // complete()d by the model before use; part of the key
+  // As `expnet caption` decodes: true = the decoding options the checkpoint
+  // carries (carried_decoding.h) replace those of `options`, but for the keys
+  // in `given` (the ones the user set). false = `options` as they are.
+  bool use_carried_decoding = false;
+  std::vector<std::string> given;
   std::string dataset;      // any path load_dataset takes
   std::string split;        // train, restval, val, test, or all
   size_t limit = 0;         // at most N images of the split (0 = all)
   std::string db;           // the evaluation store; empty = default_evaluation_db(dataset)
-  // (done, total) after each image; `cancelled()` true stops before the next image
-  // (SampleEvaluationCancelled), keeping what was captioned.
+  // (done, total): once before captioning (done = the images found in the
+  // store) and after each image; `cancelled()` true stops before the next image
+  // (SampleEvaluationCancelled), keeping what was captioned (each image is
+  // committed as it is captioned). Both are called on the calling thread.
   std::function<void(size_t done, size_t total)> progress;
   std::function<bool()> cancelled;
 };
@@ -51,15 +65,20 @@ struct SampleScore {
   std::string image;    // path as the dataset resolves it
   std::string caption;  // the model's
   double cider_d = 0, bleu4 = 0;
+  bool scored = false;  // false: the image has no references (or is not scored yet)
   std::string error;    // the image could not be captioned
 };
 
 struct SampleEvaluation {
   int64_t id = 0;  // in the store
   std::string db, checkpoint_sha256, options, model, dataset, split, created;
-  size_t resumed = 0;                     // images found captioned in the store
+  size_t resumed = 0;                     // images of the request found captioned in the store
+  size_t captioned = 0;                   // images this run captioned
+  size_t samples = 0;                     // captioned images the store holds for it
   std::map<std::string, double> corpus;   // the keys of `expnet score --json`
-  std::vector<SampleScore> per_image;     // in dataset order
+  // In dataset order: every captioned image of the evaluation (a run with a
+  // smaller --limit than an earlier one scores all that the store holds).
+  std::vector<SampleScore> per_image;
 };
 
 // Runs (or resumes) the evaluation; throws std::runtime_error naming the file

@@ -1,0 +1,208 @@
+// Per-sample evaluation (sample_evaluation.h): caption the images of the split
+// that the store lacks, one committed row each, then score every image the
+// store holds for the evaluation, as `expnet score` scores them.
+#include "expnet/metrics/sample_evaluation.h"
+
+#include <algorithm>
+#include <filesystem>
+#include <memory>
+#include <stdexcept>
+#include <unordered_map>
+
+#include "expnet/data/dataset.h"
+#include "expnet/data/dataset_index.h"
+#include "expnet/decode/captioner.h"
+#include "expnet/decode/carried_decoding.h"
+#include "expnet/decode/decoding_comparison.h"
+#include "expnet/metrics/scorers.h"
+#include "expnet/model/demo_model.h"
+#include "expnet/system/digest.h"
+#include "metrics/sample_evaluation_store.h"
+
+namespace fs = std::filesystem;
+
+namespace expnet {
+namespace {
+
+std::string absolute_path(const std::string& path) { return fs::absolute(path).lexically_normal().string(); }
+
+struct EvaluatedModel {
+  std::unique_ptr<Captioner> captioner;
+  std::string file;   // what its SHA-256 is taken of
+  std::string label;  // the evaluations table's `model`: the built-in name or the checkpoint's path
+  DecodingOptions options;
+};
+
+EvaluatedModel load_model(const SampleEvaluationRequest& request) {
+  const bool builtin = request.checkpoint.empty() && is_builtin_model_name(request.model);
+  if (request.checkpoint.empty() && !builtin) {
+    std::string names;
+    for (const auto& name : builtin_model_names()) names += (names.empty() ? "" : ", ") + name;
+    throw std::runtime_error("evaluation: no checkpoint given" +
+                             (request.model.empty() ? std::string() : " for model '" + request.model + "'") +
+                             ": give a checkpoint (.pth) or a built-in model name (" + names + ")");
+  }
+  EvaluatedModel model;
+  // A built-in model is its file: hashing that file keys its evaluations by the
+  // weights, so a rebuilt demo model gets evaluations of its own.
+  model.file = builtin ? builtin_model_path(request.model) : request.checkpoint;
+  model.label = builtin ? request.model : absolute_path(request.checkpoint);
+  ModelSource source;
+  source.model = request.model;
+  source.checkpoint = request.checkpoint;
+  source.vocab = request.vocab;
+  source.device = request.device;
+  model.captioner = Captioner::load(source);
+  DecodingOptions options = request.options;
+  if (request.use_carried_decoding) options = model.captioner->carried_decoding().apply_to(options, request.given);
+  options.on_step = nullptr;
+  options.return_token_logprobs = false;  // only the caption is kept
+  try {
+    model.options = model.captioner->complete(options);
+  } catch (const std::invalid_argument& e) {
+    throw std::runtime_error(model.file + ": the model cannot decode with these options: " + e.what());
+  }
+  return model;
+}
+
+// The images of a split in file order, and where each image id stands.
+struct SplitImages {
+  std::string split;  // canonical: train, restval, val, test or all
+  std::vector<size_t> images;  // indices into dataset.images
+};
+
+SplitImages split_images(const Dataset& dataset, const std::string& dataset_path, const std::string& split) {
+  SplitImages out;
+  const bool all = split == "all";
+  Split wanted = Split::Test;
+  try {
+    if (!all) wanted = parse_split(split);
+  } catch (const std::invalid_argument& e) {
+    throw std::runtime_error(dataset_path + ": " + e.what());
+  }
+  out.split = all ? "all" : split_name(wanted);
+  std::unordered_map<int64_t, size_t> seen;
+  for (size_t i = 0; i < dataset.images.size(); ++i) {
+    const auto& image = dataset.images[i];
+    if (!all && image.split != wanted) continue;
+    // Samples are keyed by image id (as the dataset index keys images).
+    if (!seen.emplace(image.cocoid, i).second)
+      throw std::runtime_error(dataset.source + ": image id " + std::to_string(image.cocoid) +
+                               " stands twice; give every image its own id to evaluate it per image");
+    out.images.push_back(i);
+  }
+  if (out.images.empty())
+    throw std::runtime_error(dataset_path + ": no images in split '" + split +
+                             "' (splits: train, restval, val, test, or all)");
+  return out;
+}
+
+// Every captioned image of the split, in dataset order, scored as `expnet
+// score` scores a references file and a candidates file of them: the corpus
+// over these images and each image's CIDEr-D and BLEU-4. An image without
+// references is listed unscored.
+void score_samples(const Dataset& dataset, const SplitImages& split,
+                   const std::unordered_map<int64_t, SampleScore>& stored, SampleEvaluation& evaluation) {
+  EvalSet set;
+  std::vector<size_t> scored;  // per_image index of each EvalSet image
+  evaluation.per_image.clear();
+  for (const size_t i : split.images) {
+    const auto& image = dataset.images[i];
+    const auto found = stored.find(image.cocoid);
+    if (found == stored.end()) continue;
+    SampleScore sample = found->second;
+    sample.scored = false;
+    sample.cider_d = sample.bleu4 = 0;
+    std::vector<std::string> references;
+    for (const auto& caption : image.captions) references.push_back(caption.raw);
+    if (!references.empty()) {
+      set.add_raw(std::to_string(image.cocoid), sample.caption, references);
+      scored.push_back(evaluation.per_image.size());
+    }
+    evaluation.per_image.push_back(std::move(sample));
+  }
+  evaluation.samples = evaluation.per_image.size();
+  evaluation.corpus.clear();
+  if (set.size() == 0) return;
+  const BleuScores bleu = compute_bleu(set);
+  const MetricScores rouge = compute_rouge_l(set);
+  const MetricScores cider = compute_cider_d(set);
+  for (size_t n = 0; n < 4; ++n) evaluation.corpus["Bleu_" + std::to_string(n + 1)] = bleu.corpus[n];
+  evaluation.corpus["ROUGE_L"] = rouge.corpus;
+  evaluation.corpus["CIDEr"] = cider.corpus;
+  for (size_t k = 0; k < scored.size(); ++k) {
+    auto& sample = evaluation.per_image[scored[k]];
+    sample.scored = true;
+    sample.cider_d = cider.per_image[k];
+    sample.bleu4 = bleu.per_image[k][3];
+  }
+}
+
+}  // namespace
+
+SampleEvaluation evaluate_samples(const SampleEvaluationRequest& request) {
+  if (request.dataset.empty()) throw std::runtime_error("evaluation: no dataset given");
+  if (request.split.empty())
+    throw std::runtime_error("evaluation: no split given for " + request.dataset + " (train, restval, val, test, or all)");
+  const EvaluatedModel model = load_model(request);
+  const Dataset dataset = load_dataset(request.dataset);
+  const SplitImages split = split_images(dataset, request.dataset, request.split);
+  const size_t wanted = request.limit > 0 ? std::min(request.limit, split.images.size()) : split.images.size();
+
+  SampleEvaluationStore store(request.db.empty() ? default_evaluation_db(request.dataset) : request.db,
+                              SampleEvaluationStore::Access::write);
+  SampleEvaluation key;
+  key.checkpoint_sha256 = sha256_file(model.file);
+  key.options = decoding_options_json(model.options);
+  key.model = model.label;
+  key.dataset = absolute_path(dataset.source);
+  key.split = split.split;
+  SampleEvaluation evaluation = store.find_or_create(key);
+
+  std::unordered_map<int64_t, SampleScore> stored;
+  for (auto& sample : store.samples(evaluation.id)) stored.emplace(sample.cocoid, std::move(sample));
+  for (size_t k = 0; k < wanted; ++k) evaluation.resumed += stored.count(dataset.images[split.images[k]].cocoid);
+  size_t done = evaluation.resumed;
+  if (request.progress) request.progress(done, wanted);
+  for (size_t k = 0; k < wanted; ++k) {
+    const auto& image = dataset.images[split.images[k]];
+    if (stored.count(image.cocoid)) continue;
+    if (request.cancelled && request.cancelled()) throw SampleEvaluationCancelled();
+    SampleScore sample;
+    sample.cocoid = image.cocoid;
+    sample.image = absolute_path(dataset.image_path(image));
+    const ModeCaption caption = caption_image(*model.captioner, model.options, sample.image, false);
+    sample.caption = caption.text;
+    sample.error = caption.error;
+    store.add_sample(evaluation.id, sample);
+    stored.emplace(sample.cocoid, std::move(sample));
+    ++evaluation.captioned;
+    if (request.progress) request.progress(++done, wanted);
+  }
+  score_samples(dataset, split, stored, evaluation);
+  store.save_scores(evaluation.id, evaluation.per_image, evaluation.corpus);
+  return evaluation;
+}
+
+std::string default_evaluation_db(const std::string& dataset_path) {
+  std::string path = index_cache_path(dataset_path);
+  const std::string suffix = ".sqlite";
+  if (path.size() >= suffix.size() && path.compare(path.size() - suffix.size(), suffix.size(), suffix) == 0)
+    path.resize(path.size() - suffix.size());
+  return path + ".evaluations.sqlite";
+}
+
+std::vector<SampleEvaluation> list_sample_evaluations(const std::string& db) {
+  if (!fs::exists(db)) return {};
+  SampleEvaluationStore store(db, SampleEvaluationStore::Access::read);
+  return store.evaluations();
+}
+
+SampleEvaluation load_sample_evaluation(const std::string& db, int64_t id) {
+  SampleEvaluationStore store(db, SampleEvaluationStore::Access::read);
+  SampleEvaluation evaluation = store.evaluation(id);
+  evaluation.per_image = store.samples(id);
+  return evaluation;
+}
+
+}  // namespace expnet

@@ -1,0 +1,87 @@
+#include "system/sqlite_statement.h"
+
+#include <sqlite3.h>
+
+#include <stdexcept>
+
+namespace expnet::sqlite {
+
+void CloseDatabase::operator()(sqlite3* db) const { sqlite3_close(db); }
+
+Database open(const std::string& path, int flags, const std::string& label) {
+  sqlite3* raw = nullptr;
+  const int rc = sqlite3_open_v2(path.c_str(), &raw, flags, nullptr);
+  Database db(raw);
+  if (rc != SQLITE_OK)
+    throw std::runtime_error(label + ": cannot open (" + (raw ? sqlite3_errmsg(raw) : "out of memory") +
+                             "); check that the folder exists and that the file is readable and writable");
+  sqlite3_busy_timeout(db.get(), 10000);
+  return db;
+}
+
+void exec(sqlite3* db, const std::string& label, const std::string& sql) {
+  char* message = nullptr;
+  if (sqlite3_exec(db, sql.c_str(), nullptr, nullptr, &message) != SQLITE_OK) {
+    const std::string text = message ? message : sqlite3_errmsg(db);
+    sqlite3_free(message);
+    throw std::runtime_error(label + ": " + text);
+  }
+}
+
+Statement::Statement(sqlite3* db, const std::string& label, const std::string& sql) : db_(db), label_(label) {
+  if (sqlite3_prepare_v2(db, sql.c_str(), -1, &stmt_, nullptr) != SQLITE_OK) fail("cannot prepare a query");
+}
+
+Statement::~Statement() { sqlite3_finalize(stmt_); }
+
+Statement& Statement::bind(int i, int64_t v) { return check(sqlite3_bind_int64(stmt_, i, v)); }
+Statement& Statement::bind(int i, double v) { return check(sqlite3_bind_double(stmt_, i, v)); }
+Statement& Statement::bind(int i, const std::string& v) {
+  return check(sqlite3_bind_text(stmt_, i, v.data(), static_cast<int>(v.size()), SQLITE_TRANSIENT));
+}
+Statement& Statement::bind_null(int i) { return check(sqlite3_bind_null(stmt_, i)); }
+
+bool Statement::step() {
+  const int rc = sqlite3_step(stmt_);
+  if (rc == SQLITE_ROW) return true;
+  if (rc == SQLITE_DONE) return false;
+  fail("query failed");
+}
+
+void Statement::run() {
+  step();
+  sqlite3_reset(stmt_);
+  sqlite3_clear_bindings(stmt_);
+}
+
+int64_t Statement::integer(int column) const { return sqlite3_column_int64(stmt_, column); }
+double Statement::real(int column) const { return sqlite3_column_double(stmt_, column); }
+bool Statement::is_null(int column) const { return sqlite3_column_type(stmt_, column) == SQLITE_NULL; }
+std::string Statement::text(int column) const {
+  const auto* p = reinterpret_cast<const char*>(sqlite3_column_text(stmt_, column));
+  return p ? std::string(p, static_cast<size_t>(sqlite3_column_bytes(stmt_, column))) : std::string();
+}
+
+Statement& Statement::check(int rc) {
+  if (rc != SQLITE_OK) fail("cannot bind a value");
+  return *this;
+}
+
+void Statement::fail(const std::string& what) const {
+  throw std::runtime_error(label_ + ": " + what + ": " + sqlite3_errmsg(db_));
+}
+
+Transaction::Transaction(sqlite3* db, const std::string& label) : db_(db), label_(label) {
+  exec(db_, label_, "BEGIN IMMEDIATE");
+}
+
+Transaction::~Transaction() {
+  if (!done_) sqlite3_exec(db_, "ROLLBACK", nullptr, nullptr, nullptr);
+}
+
+void Transaction::commit() {
+  exec(db_, label_, "COMMIT");
+  done_ = true;
+}
+
+}  // namespace expnet::sqlite

@@ -1,0 +1,74 @@
+// RAII over SQLite's C API for the engine's SQLite files, with errors that name
+// the file: a connection that closes itself, a prepared statement that finalises
+// itself, exec and a transaction that rolls back unless committed. The
+// evaluation store (core/src/metrics/) and the dataset index (core/src/data/)
+// use them; the run store (core/src/train/run_store.cpp) still holds its own
+// Statement, which could move here.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+
+struct sqlite3;
+struct sqlite3_stmt;
+
+namespace expnet::sqlite {
+
+struct CloseDatabase {
+  void operator()(sqlite3* db) const;
+};
+using Database = std::unique_ptr<sqlite3, CloseDatabase>;
+
+// Opens `path` with SQLite's open flags; throws "<label>: cannot open (<reason>)"
+// and what to do. A busy timeout lets a reader and a writer share the file.
+Database open(const std::string& path, int flags, const std::string& label);
+
+// Runs `sql` (one or more statements); throws "<label>: <SQLite's reason>".
+void exec(sqlite3* db, const std::string& label, const std::string& sql);
+
+class Statement {
+ public:
+  // `label` starts every error, e.g. "evaluation store '/x/e.sqlite'".
+  Statement(sqlite3* db, const std::string& label, const std::string& sql);
+  ~Statement();
+  Statement(const Statement&) = delete;
+  Statement& operator=(const Statement&) = delete;
+
+  Statement& bind(int i, int64_t v);
+  Statement& bind(int i, double v);
+  Statement& bind(int i, const std::string& v);
+  Statement& bind_null(int i);
+  bool step();  // true while there is a row
+  void run();   // steps once, then resets and clears the bindings for the next run
+  int64_t integer(int column) const;
+  double real(int column) const;
+  bool is_null(int column) const;
+  std::string text(int column) const;
+
+ private:
+  Statement& check(int rc);
+  [[noreturn]] void fail(const std::string& what) const;
+  sqlite3* db_;
+  std::string label_;
+  sqlite3_stmt* stmt_ = nullptr;
+};
+
+// BEGIN IMMEDIATE (the write lock at once, so two writers wait on the busy
+// timeout instead of failing mid-transaction); rolled back when destroyed
+// without commit().
+class Transaction {
+ public:
+  Transaction(sqlite3* db, const std::string& label);
+  ~Transaction();
+  Transaction(const Transaction&) = delete;
+  Transaction& operator=(const Transaction&) = delete;
+  void commit();
+
+ private:
+  sqlite3* db_;
+  std::string label_;
+  bool done_ = false;
+};
+
+}  // namespace expnet::sqlite
