@@ -18,6 +18,7 @@
 #include "attention/attentionpage.h"
 #include "caption/captionpage.h"
 #include "compare/comparepage.h"
+#include "datasets/datasetspage.h"
 #include "expnet/system/system.h"
 #include "common/theme.h"
 #include "training/trainingpage.h"
@@ -43,9 +44,13 @@ int main(int argc, char** argv) {
   QCommandLineOption screenshot(QStringLiteral("screenshot"), QStringLiteral("Render offscreen, save a PNG and FILE.json, exit."), QStringLiteral("FILE"));
   QCommandLineOption page(QStringLiteral("page"), QStringLiteral("Page to show: caption, attention, training, datasets, runs, compare."), QStringLiteral("NAME"), QStringLiteral("caption"));
   QCommandLineOption open(QStringLiteral("open"), QStringLiteral("Image to open on the Caption page (repeatable); the first is also traced on the Attention page. With --page compare: an image to compare on."), QStringLiteral("IMAGE"));
-  QCommandLineOption dataset(QStringLiteral("dataset"), QStringLiteral("Compare page: evaluate on this dataset (file or folder)."), QStringLiteral("DATASET"));
-  QCommandLineOption split(QStringLiteral("split"), QStringLiteral("Compare page: split of --dataset (train, restval, val, test, all)."), QStringLiteral("SPLIT"), QStringLiteral("test"));
-  QCommandLineOption limit(QStringLiteral("limit"), QStringLiteral("Compare page: at most N images of --dataset (0 = all)."), QStringLiteral("N"), QStringLiteral("200"));
+  // The dataset a page works on: the Datasets page browses it, the Compare page evaluates on it.
+  const QCommandLineOption
+      dataset(QStringLiteral("dataset"), QStringLiteral("Datasets page: the dataset to open; Compare page: evaluate on it (file or folder)."), QStringLiteral("DATASET")),
+      split(QStringLiteral("split"), QStringLiteral("Split of --dataset (train, restval, val, test, all): the Datasets page's filter and evaluation, the Compare page's evaluation."), QStringLiteral("SPLIT")),
+      limit(QStringLiteral("limit"), QStringLiteral("At most N images of --dataset to evaluate (0 = all; Compare page default 200)."), QStringLiteral("N")),
+      search(QStringLiteral("search"), QStringLiteral("Datasets page: show the images whose captions contain these words."), QStringLiteral("WORDS")),
+      eval(QStringLiteral("eval"), QStringLiteral("Datasets page: evaluate this model (built-in name or checkpoint) per sample on --split, then sort worst first."), QStringLiteral("MODEL"));
   QCommandLineOption run(QStringLiteral("run"), QStringLiteral("Run folder (or run store file) to follow on the Training page."), QStringLiteral("DIR"));
   QCommandLineOption threads(QStringLiteral("threads"), QStringLiteral("CPU threads (0 = all cores)."), QStringLiteral("N"), QStringLiteral("0"));
   QCommandLineOption device(QStringLiteral("device"), QStringLiteral("cpu, cuda or cuda:N."), QStringLiteral("DEVICE"), QStringLiteral("cpu"));
@@ -56,7 +61,7 @@ int main(int argc, char** argv) {
   QCommandLineOption word(QStringLiteral("word"), QStringLiteral("Attention page: the caption's word to show, 1 = the first."), QStringLiteral("N"));
   QCommandLineOption theme(QStringLiteral("theme"), QStringLiteral("Colours: system (the desktop's palette), light or dark."),
                            QStringLiteral("THEME"), QStringLiteral("system"));
-  parser.addOptions({screenshot, page, open, dataset, split, limit, run, threads, device, model, checkpoint, vocab, beam, word, theme});
+  parser.addOptions({screenshot, page, open, dataset, split, limit, search, eval, run, threads, device, model, checkpoint, vocab, beam, word, theme});
   parser.process(app);
   // Before any widget exists: the pages read their colours when they are built.
   const QString themeName = parser.value(theme);
@@ -115,12 +120,21 @@ int main(int argc, char** argv) {
     else
       captionPage->addPaths(parser.values(open));
   }
-  if (parser.isSet(dataset)) {
-    if (!comparing) {
-      std::fprintf(stderr, "error: --dataset is an option of the Compare page: add --page compare\n");
-      return 1;
-    }
-    comparePage->evaluateDataset(parser.value(dataset), parser.value(split), parser.value(limit).toInt());
+  auto* datasetsPage = qobject_cast<DatasetsPage*>(window.page(QStringLiteral("datasets")));
+  if (parser.isSet(dataset) && comparing) {
+    comparePage->evaluateDataset(parser.value(dataset), parser.isSet(split) ? parser.value(split) : QStringLiteral("test"),
+                                 parser.isSet(limit) ? parser.value(limit).toInt() : 200);
+  } else if (parser.isSet(dataset)) {
+    // The Datasets page opens it (whichever page is shown), filtered and evaluated as asked.
+    if (parser.isSet(split)) datasetsPage->setSplit(parser.value(split));
+    if (parser.isSet(search)) datasetsPage->setSearch(parser.value(search));
+    if (parser.isSet(eval))
+      datasetsPage->evaluate(parser.value(eval), parser.isSet(split) ? parser.value(split) : QStringLiteral("val"),
+                             parser.isSet(limit) ? parser.value(limit).toInt() : 0);
+    datasetsPage->openDataset(parser.value(dataset));
+  } else if (parser.isSet(search) || parser.isSet(eval)) {
+    std::fprintf(stderr, "error: --search and --eval need --dataset (the Datasets page's dataset)\n");
+    return 1;
   }
   if (parser.isSet(run) && !qobject_cast<TrainingPage*>(window.page(QStringLiteral("training")))->openRun(parser.value(run))) {
     std::fprintf(stderr, "error: --run '%s': not a run folder (with runs.sqlite) or run store file\n",

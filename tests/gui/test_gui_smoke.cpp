@@ -98,9 +98,6 @@ class TestGuiSmoke : public QObject {
   void notYetPagesSayWhatTheCommandLineOffers() {
     StudioContext context;
     MainWindow window(&context);
-    const QString datasets = window.page(QStringLiteral("datasets"))->describe().value(QStringLiteral("meanwhile")).toString();
-    QVERIFY2(datasets.contains(QStringLiteral("expnet dataset query")), qPrintable(datasets));
-    QVERIFY(!datasets.contains(QStringLiteral("needs the dataset index"), Qt::CaseInsensitive));
     const QString runs = window.page(QStringLiteral("runs"))->describe().value(QStringLiteral("meanwhile")).toString();
     QVERIFY2(runs.contains(QStringLiteral("expnet runs list")), qPrintable(runs));
     QVERIFY(!runs.contains(QStringLiteral("needs the run store"), Qt::CaseInsensitive));

@@ -1,7 +1,9 @@
 // bench_ui_gaps [--runs N]: the longest event-loop gap (a 10 ms timer on the
 // UI thread) while the Caption page loads the tiny fixture model and captions
 // a folder, while the Training page follows a tiny `expnet train` child, and
-// while the Compare page loads its demo models and evaluates 200 shapes images.
+// while the Compare page loads its demo models and evaluates 200 shapes images,
+// and while the Datasets page indexes 5,000 rows, scrolls through them (goal:
+// at most 50 ms) and evaluates the demo model on 60 images.
 // Prints every run and the median per scenario (goal: under 100 ms).
 #include <QApplication>
 #include <QTemporaryDir>
@@ -35,7 +37,7 @@ int main(int argc, char** argv) {
                  qPrintable(expnet_test::fixturesDir()));
     return 1;
   }
-  std::vector<qint64> caption, training, compare;
+  std::vector<qint64> caption, training, compare, datasets, scrolling;
   for (int i = 0; i < runs; ++i) {
     QTemporaryDir dir;
     const GapResult c = captionFolderGap(model, checkpoint, vocab, image, QStringLiteral(EXPNET_TEST_DATA_DIR "/image"), dir.path());
@@ -59,12 +61,25 @@ int main(int argc, char** argv) {
       return 1;
     }
     std::printf("run %d compare_evaluation images=%d longest_gap_ms=%lld\n", i + 1, e.items, e.longestMs);
+    QTemporaryDir datasetsDir;
+    qputenv("XDG_CACHE_HOME", (datasetsDir.path() + QStringLiteral("/cache")).toUtf8());
+    qint64 scroll = -1;
+    const GapResult g = datasetsGap(expnet_test::cliPath(), datasetsDir.path(), 5000, 60, &scroll);
+    if (!g.ok) {
+      std::fprintf(stderr, "error: datasets: %s\n", qPrintable(g.error));
+      return 1;
+    }
+    std::printf("run %d datasets_index_scroll_evaluate rows=%d longest_gap_ms=%lld scroll_longest_gap_ms=%lld\n", i + 1,
+                g.items, g.longestMs, scroll);
+    datasets.push_back(g.longestMs);
+    scrolling.push_back(scroll);
     std::fflush(stdout);
     caption.push_back(c.longestMs);
     training.push_back(t.longestMs);
     compare.push_back(e.longestMs);
   }
-  std::printf("median longest_gap_ms caption_folder=%lld training_child=%lld compare_evaluation=%lld (runs=%d)\n",
-              median(caption), median(training), median(compare), runs);
+  std::printf("median longest_gap_ms caption_folder=%lld training_child=%lld compare_evaluation=%lld "
+              "datasets=%lld datasets_scrolling=%lld (runs=%d)\n",
+              median(caption), median(training), median(compare), median(datasets), median(scrolling), runs);
   return 0;
 }

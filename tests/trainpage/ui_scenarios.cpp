@@ -3,7 +3,11 @@
 #include <QDir>
 #include <QElapsedTimer>
 #include <QFile>
+#include <QJsonArray>
+#include <QJsonDocument>
 #include <QJsonObject>
+#include <QListView>
+#include <QScrollBar>
 #include <QProcess>
 #include <QSpinBox>
 #include <QTimer>
@@ -13,6 +17,8 @@
 #include "caption/captionmodel.h"
 #include "caption/captionpage.h"
 #include "compare/comparepage.h"
+#include "datasets/datasetspage.h"
+#include "datasets/imagegridmodel.h"
 #include "training/trainingcharts.h"
 #include "training/trainingpage.h"
 #include "support/page_driving.h"
@@ -140,5 +146,74 @@ GapResult compareEvaluationGap(const QString& cli, const QString& workDir, int i
                   .arg(r.items)
                   .arg(images)
                   .arg(evaluation.value(QStringLiteral("message")).toString());
+  return r;
+}
+
+GapResult datasetsGap(const QString& cli, const QString& workDir, int images, int evaluate, qint64* scrollLongestMs) {
+  GapResult r;
+  const QString shapes = workDir + QStringLiteral("/shapes");
+  QProcess make;
+  make.start(cli, {QStringLiteral("dataset"), QStringLiteral("make-shapes"), QStringLiteral("--out"), shapes,
+                   QStringLiteral("--images"), QStringLiteral("40"), QStringLiteral("--seed"), QStringLiteral("32")});
+  if (!make.waitForFinished(300000) || make.exitCode() != 0) {
+    r.error = QStringLiteral("expnet dataset make-shapes failed: %1").arg(QString::fromUtf8(make.readAllStandardError()));
+    return r;
+  }
+  // `images` entries over the 40 files: as many rows as wanted, few files on disk.
+  QFile source(shapes + QStringLiteral("/dataset_coco.json"));
+  if (!source.open(QIODevice::ReadOnly)) {
+    r.error = QStringLiteral("cannot read %1").arg(source.fileName());
+    return r;
+  }
+  const QJsonArray base = QJsonDocument::fromJson(source.readAll()).object().value(QStringLiteral("images")).toArray();
+  QJsonArray entries;
+  for (int i = 0; i < images; ++i) {
+    QJsonObject entry = base[i % base.size()].toObject();
+    entry.insert(QStringLiteral("cocoid"), i + 1);
+    entry.insert(QStringLiteral("split"), i % 10 == 0 ? QStringLiteral("val") : QStringLiteral("train"));
+    entries.append(entry);
+  }
+  QFile big(shapes + QStringLiteral("/big.json"));
+  if (!big.open(QIODevice::WriteOnly) ||
+      big.write(QJsonDocument(QJsonObject{{"dataset", "shapes"}, {"images", entries}}).toJson(QJsonDocument::Compact)) < 0) {
+    r.error = QStringLiteral("cannot write %1").arg(big.fileName());
+    return r;
+  }
+  big.close();
+  StudioContext context;
+  DatasetsPage page(&context);
+  page.resize(1200, 800);
+  page.show();
+  GapWatch watch;
+  page.openDataset(big.fileName());
+  if (!expnet_test::waitUntil([&] { return !page.isBusy(); })) {
+    r.error = QStringLiteral("opening did not finish");
+    return r;
+  }
+  if (page.grid()->total() != images) {
+    r.error = QStringLiteral("%1 rows for %2 images: %3").arg(page.grid()->total()).arg(images)
+                  .arg(page.describe().value(QStringLiteral("error")).toString());
+    return r;
+  }
+  // Scroll through every row, a screen at a time, 60 times a second.
+  auto* bar = page.findChild<QListView*>(QStringLiteral("imageGrid"))->verticalScrollBar();
+  GapWatch scrolling;
+  while (bar->value() < bar->maximum()) {
+    bar->setValue(bar->value() + bar->pageStep());
+    QTest::qWait(16);
+  }
+
+  expnet_test::waitUntil([&] { return !page.isBusy(); });
+  *scrollLongestMs = scrolling.longestMs();
+  r.items = images;
+  if (evaluate > 0) {
+    page.evaluate(QStringLiteral("demo"), QStringLiteral("val"), evaluate);
+    if (!expnet_test::waitUntil([&] { return !page.isBusy(); })) {
+      r.error = QStringLiteral("the evaluation did not finish");
+      return r;
+    }
+  }
+  r.longestMs = watch.longestMs();
+  r.ok = true;
   return r;
 }

@@ -22,3 +22,8 @@ GapResult trainingGap(const QString& configFile, const QString& cli, const QStri
 // Makes a `images`-image shapes set in `workDir` with the `expnet` at `cli`,
 // then evaluates the Compare page's demo models on all of it.
 GapResult compareEvaluationGap(const QString& cli, const QString& workDir, int images);
+// A Karpathy file of `images` entries whose files cycle over a small shapes
+// set in `workDir`: the Datasets page opens it (index built), then scrolls the
+// grid through every row (`items` = rows scrolled past) and, with
+// `evaluate` > 0, evaluates the demo model on that many images.
+GapResult datasetsGap(const QString& cli, const QString& workDir, int images, int evaluate, qint64* scrollLongestMs);

@@ -7,18 +7,11 @@
 #include <QPixmap>
 #include <QRegularExpression>
 
+#include "common/csvtext.h"
 #include "common/theme.h"
 #include "expnet/system/atomic_file.h"
 
 namespace {
-QString csvField(QString value) {
-  if (value.contains(QLatin1Char(',')) || value.contains(QLatin1Char('"')) || value.contains(QLatin1Char('\n'))) {
-    value.replace(QStringLiteral("\""), QStringLiteral("\"\""));
-    return QLatin1Char('"') + value + QLatin1Char('"');
-  }
-  return value;
-}
-
 // Thumbnails centred in a fixed square, so file names line up whatever the
 // image's shape (and rows without a thumbnail keep the same indent).
 QPixmap squareThumbnail(const QImage& thumbnail) {

@@ -37,3 +37,12 @@ QToolButton* menuButton(const QString& name, const QString& text, const QString&
   QObject::connect(menu, &QMenu::aboutToShow, button, [menu, fill] { fill(menu); });
   return button;
 }
+
+QComboBox* splitField(const QString& name, const QString& current, const QString& tip) {
+  QComboBox* box = choiceField(name,
+                               {QStringLiteral("train"), QStringLiteral("restval"), QStringLiteral("val"),
+                                QStringLiteral("test"), QStringLiteral("all")},
+                               tip);
+  box->setCurrentText(current);
+  return box;
+}

@@ -177,10 +177,8 @@ QWidget* ComparePage::buildControls() {
   row->setContentsMargins(0, 0, 0, 0);
   row->addWidget(file->row(), 1);
   row->addWidget(folder);
-  split_ = choiceField(QStringLiteral("compareSplit"),
-                       {QStringLiteral("test"), QStringLiteral("val"), QStringLiteral("train"), QStringLiteral("restval"),
-                        QStringLiteral("all")},
-                       QStringLiteral("Split of the dataset to caption (all: every image)"));
+  split_ = splitField(QStringLiteral("compareSplit"), QStringLiteral("test"),
+                      QStringLiteral("Split of the dataset to caption (all: every image)"));
   limit_ = integerField(QStringLiteral("compareLimit"), 0, 1000000, 200, QStringLiteral("all"),
                         QStringLiteral("At most this many images of the split"));
   evaluate_ = new ActionButton(QStringLiteral("Evaluate"), QKeySequence(Qt::CTRL | Qt::Key_R),

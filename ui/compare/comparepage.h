@@ -40,10 +40,10 @@ class ComparePage : public StudioPage {
   QString title() const override { return QStringLiteral("Compare"); }
   QJsonObject describe() const override;
   bool isBusy() const override;
-  void restoreSettings() override;
-  void saveSettings() const override;
   // Stops the evaluation and the image batches, then the worker's thread.
   ~ComparePage() override;
+  void restoreSettings() override;
+  void saveSettings() const override;
 
   ModelSlots* modelSlots() const { return slots_; }
   bool evaluating() const { return evaluating_; }

@@ -17,6 +17,7 @@
 #include "caption/captionpage.h"
 #include "common/notyetpage.h"
 #include "compare/comparepage.h"
+#include "datasets/datasetspage.h"
 #include "common/theme.h"
 #include "shell/aboutdialog.h"
 #include "shell/studiocontext.h"
@@ -57,14 +58,13 @@ MainWindow::MainWindow(StudioContext* context, QWidget* parent)
   attentionPage->setImageList(captionPage->model());  // pick any of the Caption page's images
   addPage(attentionPage);
   addPage(new TrainingPage(context_));
+  auto* datasetsPage = new DatasetsPage(context_);
+  addPage(datasetsPage);
+  connect(datasetsPage, &DatasetsPage::attentionRequested, this, [this, attentionPage](const QString& file) {
+    showPage(attentionPage->pageId());
+    attentionPage->openImage(file);
+  });
   // Pages whose capability lands with a later issue: each says so, and what serves meanwhile.
-  addPage(new NotYetPage(QStringLiteral("datasets"), QStringLiteral("Datasets"),
-                         QStringLiteral("Browse caption datasets (COCO/Karpathy, CSV, JSON Lines, the built-in shapes "
-                                        "set) with statistics and per-sample evaluation."),
-                         QStringLiteral("This page is not built yet. Meanwhile the command line indexes and searches a "
-                                        "dataset: expnet dataset index --dataset D --db D/index.sqlite, then expnet "
-                                        "dataset query --db D/index.sqlite --split val --text \"red circle\" (and expnet "
-                                        "dataset stats --dataset D).")));
   addPage(new NotYetPage(QStringLiteral("runs"), QStringLiteral("Runs"),
                          QStringLiteral("Every training run in the run store: configuration, stages, best checkpoints "
                                         "and scores."),
@@ -96,10 +96,12 @@ void MainWindow::buildMenus(CaptionPage* captionPage) {
     captionPage->openImages();
   });
   openImages->setStatusTip(QStringLiteral("Add images or a folder to the Caption page (Ctrl+O on that page)"));
-  QAction* openDataset = file->addAction(QStringLiteral("Open dataset… (not yet available)"), this,
-                                         [this] { showPage(QStringLiteral("datasets")); });
-  openDataset->setStatusTip(QStringLiteral("The Datasets page is not built yet: this shows what the command line "
-                                           "offers meanwhile (expnet dataset query)"));
+  QAction* openDataset = file->addAction(QStringLiteral("Open dataset…"), this, [this] {
+    showPage(QStringLiteral("datasets"));
+    qobject_cast<DatasetsPage*>(page(QStringLiteral("datasets")))->openDatasetDialog();
+  });
+  openDataset->setStatusTip(QStringLiteral("Browse a captioning dataset on the Datasets page (Karpathy/COCO JSON, CSV, "
+                                           "JSONL, a shapes folder)"));
   QMenu* recent = file->addMenu(QStringLiteral("Recent"));
   recent->setObjectName(QStringLiteral("recentMenu"));
   connect(recent, &QMenu::aboutToShow, this, [this, recent, captionPage] {

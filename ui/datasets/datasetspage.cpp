@@ -1,0 +1,570 @@
+#include "datasets/datasetspage.h"
+
+#include <QComboBox>
+#include <QDragEnterEvent>
+#include <QDropEvent>
+#include <QMimeData>
+#include <QUrl>
+#include <QFileDialog>
+#include <QFileInfo>
+#include <QHBoxLayout>
+#include <QJsonArray>
+#include <QLabel>
+#include <QLineEdit>
+#include <QListView>
+#include <QProgressBar>
+#include <QPushButton>
+#include <QScrollBar>
+#include <QSlider>
+#include <QSplitter>
+#include <QStackedWidget>
+#include <QTabWidget>
+#include <QToolButton>
+#include <QVBoxLayout>
+
+#include "common/actionbutton.h"
+#include "common/formfields.h"
+#include "common/hintlabel.h"
+#include "datasets/analysisworker.h"
+#include "datasets/datasetstats.h"
+#include "datasets/evaluationpanel.h"
+#include "datasets/imagedetail.h"
+#include "datasets/imagegridmodel.h"
+#include "datasets/thumbnaildelegate.h"
+#include "datasets/thumbnailloader.h"
+#include "expnet/metrics/sample_evaluation.h"
+#include "common/theme.h"
+#include "shell/studiocontext.h"
+
+namespace {
+// In expnet::IndexSort's order: the combo's index is the enum's value.
+const QStringList kSorts = {QStringLiteral("id"), QStringLiteral("caption length"),
+                            QStringLiteral("score: worst first"), QStringLiteral("score: best first"),
+                            QStringLiteral("caption length, longest first")};
+}  // namespace
+
+DatasetsPage::DatasetsPage(StudioContext* context, QWidget* parent)
+    : StudioPage(parent),
+      context_(context),
+      indexWorker_(new IndexWorker),
+      thumbnails_(new ThumbnailLoader),
+      analysis_(new AnalysisWorker),
+      model_(new ImageGridModel(this)) {
+  qRegisterMetaType<GridItem>();
+  qRegisterMetaType<QVector<GridItem>>();
+  indexWorker_->moveToThread(&indexThread_);
+  thumbnails_->moveToThread(&thumbThread_);
+  analysis_->moveToThread(&analysisThread_);
+  connect(&indexThread_, &QThread::finished, indexWorker_, &QObject::deleteLater);
+  connect(&thumbThread_, &QThread::finished, thumbnails_, &QObject::deleteLater);
+  connect(&analysisThread_, &QThread::finished, analysis_, &QObject::deleteLater);
+
+  setAcceptDrops(true);
+  auto* layout = new QVBoxLayout(this);
+  layout->addWidget(buildTopBar());
+  tabs_ = new QTabWidget;
+  tabs_->setObjectName(QStringLiteral("datasetTabs"));
+  tabs_->addTab(buildBrowse(), QStringLiteral("Browse"));
+  stats_ = new DatasetStats;
+  tabs_->addTab(stats_, QStringLiteral("Statistics"));
+  layout->addWidget(tabs_, 1);
+
+  connect(indexWorker_, &IndexWorker::buildProgress, this, [this](qint64 done, qint64 total) {
+    indexDone_ = done;
+    indexTotal_ = total;
+    updateState();
+  });
+  connect(indexWorker_, &IndexWorker::opened, this, &DatasetsPage::onOpened);
+  connect(indexWorker_, &IndexWorker::openFailed, this, [this](const QString&, const QString& error) {
+    opening_ = false;
+    openError_ = error;
+    updateState();
+  });
+  connect(indexWorker_, &IndexWorker::openCancelled, this, [this](const QString& dataset) {
+    opening_ = false;
+    openError_ = QStringLiteral("Indexing %1 was cancelled; open it again to index it").arg(dataset);
+    updateState();
+  });
+  connect(indexWorker_, &IndexWorker::pageReady, this, &DatasetsPage::onPage);
+  connect(indexWorker_, &IndexWorker::fetchFailed, this, [this](int generation, const QString& error) {
+    if (generation != generation_) return;
+    firstPagePending_ = false;
+    openError_ = error;
+    updateState();
+  });
+  connect(indexWorker_, &IndexWorker::exported, this, [this](const QString& file, qint64 rows, const QString& error) {
+    evaluation_->showEnded(error.isEmpty() ? QStringLiteral("Exported %1 images to %2").arg(rows).arg(file) : error,
+                           !error.isEmpty());
+  });
+  connect(model_, &ImageGridModel::pageWanted, this, [this](int generation, int page) {
+    QMetaObject::invokeMethod(indexWorker_, [w = indexWorker_, generation, q = query(), page] {
+      w->fetch(generation, q, page, ImageGridModel::kPageSize, false);
+    }, Qt::QueuedConnection);
+  });
+  connect(model_, &ImageGridModel::thumbnailWanted, this, [this](qint64 cocoid) {
+    if (const qint64 dropped = thumbnails_->request(cocoid)) model_->forgetRequest(dropped);
+  });
+  connect(thumbnails_, &ThumbnailLoader::ready, model_, &ImageGridModel::setThumbnail);
+  connect(thumbnails_, &ThumbnailLoader::failed, model_, &ImageGridModel::setThumbnailError);
+
+  connect(analysis_, &AnalysisWorker::statsReady, this, [this](const QString& dataset, const QJsonObject& stats) {
+    if (dataset != dataset_) return;
+    statsPending_ = false;
+    stats_->setStats(stats);
+    updateState();
+  });
+  connect(analysis_, &AnalysisWorker::statsFailed, this, [this](const QString& dataset, const QString& error) {
+    if (dataset != dataset_) return;
+    statsPending_ = false;
+    stats_->showMessage(error);
+    updateState();
+  });
+  connect(analysis_, &AnalysisWorker::evaluationProgress, this, [this](int done, int total) {
+    evaluation_->showRunning(done, total);
+  });
+  connect(analysis_, &AnalysisWorker::evaluated, this, [this](const QJsonObject& e) {
+    evaluation_->showEnded(QStringLiteral("Evaluation #%1: %2 images (%3 resumed), CIDEr-D %4")
+                               .arg(e["id"].toInteger())
+                               .arg(e["images"].toInteger())
+                               .arg(e["resumed"].toInteger())
+                               .arg(e["corpus"].toObject()["CIDEr"].toDouble(), 0, 'f', 3),
+                           false);
+    const qint64 id = e["id"].toInteger();
+    // Connected before asking, so the answer cannot pass unheard.
+    connect(analysis_, &AnalysisWorker::evaluationsListed, this, [this, id] {
+      evaluation_->selectEvaluation(id);
+      sortBox_->setCurrentIndex(2);  // worst first: where the model is wrong
+      setSort(expnet::IndexSort::score_ascending);
+    }, Qt::SingleShotConnection);
+    QMetaObject::invokeMethod(analysis_, [a = analysis_, db = evaluationDb()] { a->listEvaluations(db); }, Qt::QueuedConnection);
+    updateState();
+  });
+  connect(analysis_, &AnalysisWorker::evaluationFailed, this, [this](const QString& error) {
+    evaluation_->showEnded(error, true);
+    updateState();
+  });
+  connect(analysis_, &AnalysisWorker::evaluationCancelled, this, [this](int done) {
+    evaluation_->showEnded(QStringLiteral("Cancelled after %1 images; Evaluate again resumes from there").arg(done), false);
+    QMetaObject::invokeMethod(analysis_, [a = analysis_, db = evaluationDb()] { a->listEvaluations(db); }, Qt::QueuedConnection);
+    updateState();
+  });
+  connect(analysis_, &AnalysisWorker::evaluationsListed, this, [this](const QString& db, const QJsonArray& list) {
+    if (db == evaluationDb()) evaluation_->setEvaluations(list);
+  });
+  connect(analysis_, &AnalysisWorker::evaluationLoaded, this, [this](qint64 id, const QJsonObject& samples) {
+    if (id != evaluation_->comparedId()) return;
+    compared_.clear();
+    for (auto it = samples.begin(); it != samples.end(); ++it) {
+      GridItem item;
+      item.cocoid = it.key().toLongLong();
+      item.evaluated = true;
+      const QJsonObject sample = it.value().toObject();
+      item.caption = sample["caption"].toString();
+      item.ciderD = sample["cider_d"].toDouble();
+      item.bleu4 = sample["bleu4"].toDouble();
+      compared_.insert(item.cocoid, item);
+    }
+    showSelected();
+  });
+  connect(analysis_, &AnalysisWorker::imageCaptioned, this, [this](const QString& file, const QString& caption, const QString& error) {
+    if (file == detail_->file()) detail_->showModelCaption(error.isEmpty() ? caption : error);
+  });
+  connect(evaluation_, &EvaluationPanel::evaluateRequested, this, &DatasetsPage::startEvaluation);
+  connect(evaluation_, &EvaluationPanel::cancelRequested, this, [this] { analysis_->cancelEvaluation(); });
+  connect(evaluation_, &EvaluationPanel::evaluationChosen, this, [this](qint64 id) {
+    if (id == 0 && (sort_ == expnet::IndexSort::score_ascending || sort_ == expnet::IndexSort::score_descending))
+      sortBox_->setCurrentIndex(0);
+    runQuery();
+  });
+  connect(evaluation_, &EvaluationPanel::comparedChosen, this, [this](qint64 id) {
+    compared_.clear();
+    if (id != 0)
+      QMetaObject::invokeMethod(analysis_, [a = analysis_, db = evaluationDb(), id] { a->loadEvaluation(db, id); }, Qt::QueuedConnection);
+    showSelected();
+  });
+  connect(evaluation_, &EvaluationPanel::exportRequested, this, [this] {
+    const QString file = QFileDialog::getSaveFileName(this, QStringLiteral("Export evaluation"),
+                                                      QStringLiteral("evaluation.csv"), QStringLiteral("CSV (*.csv)"));
+    if (!file.isEmpty()) exportEvaluationCsv(file);
+  });
+  connect(detail_, &ImageDetail::attentionRequested, this, &DatasetsPage::attentionRequested);
+  connect(detail_, &ImageDetail::captionRequested, this, [this](const QString& file) {
+    detail_->showModelCaption(QStringLiteral("captioning…"));
+    QMetaObject::invokeMethod(analysis_, [a = analysis_, file, c = context_->captioner()] { a->captionImage(file, c); },
+                              Qt::QueuedConnection);
+  });
+  const auto modelState = [this] {
+    detail_->setCaptionEnabled(context_->captioner() != nullptr,
+                               context_->captioner() ? QStringLiteral("Caption this image with %1").arg(context_->modelName())
+                                                     : QStringLiteral("Load a model on the Caption page first"));
+  };
+  connect(context_, &StudioContext::modelChanged, this, modelState);
+  searchDebounce_.setSingleShot(true);
+  searchDebounce_.setInterval(250);
+  connect(&searchDebounce_, &QTimer::timeout, this, [this] { setSearch(searchBox_->text()); });
+  indexThread_.start();
+  thumbThread_.start();
+  analysisThread_.start();
+  updateState();
+}
+
+DatasetsPage::~DatasetsPage() {
+  indexWorker_->cancelBuild();
+  analysis_->cancelEvaluation();
+  for (QThread* thread : {&indexThread_, &thumbThread_, &analysisThread_}) {
+    thread->quit();
+    thread->wait();
+  }
+}
+
+QWidget* DatasetsPage::buildTopBar() {
+  auto* bar = new QWidget;
+  auto* layout = new QVBoxLayout(bar);
+  layout->setContentsMargins(0, 0, 0, 0);
+  auto* row = new QHBoxLayout;
+  path_ = new QLineEdit;
+  path_->setObjectName(QStringLiteral("datasetPath"));
+  path_->setPlaceholderText(QStringLiteral("dataset file (Karpathy/COCO JSON, CSV, JSONL) or folder; Enter opens it"));
+  auto* open = new ActionButton(QStringLiteral("Open…"), QKeySequence::Open, QStringLiteral("Open a dataset file"), this);
+  auto* folder = new QToolButton;
+  folder->setText(QStringLiteral("Folder…"));
+  folder->setToolTip(QStringLiteral("Open a dataset folder (a shapes set, or a folder with dataset_coco.json)"));
+  splitBox_ = splitField(QStringLiteral("splitFilter"), QStringLiteral("all"),
+                         QStringLiteral("Show the images of one split (all: every image)"));
+  searchBox_ = new QLineEdit;
+  searchBox_->setObjectName(QStringLiteral("captionSearch"));
+  searchBox_->setPlaceholderText(QStringLiteral("search captions: every word must appear"));
+  searchBox_->setClearButtonEnabled(true);
+  sortBox_ = new QComboBox;
+  sortBox_->setObjectName(QStringLiteral("gridSort"));
+  sortBox_->addItems(kSorts);
+  sortBox_->setToolTip(QStringLiteral("Order of the grid; by score needs an evaluation shown (Per-sample evaluation)"));
+  zoom_ = new QSlider(Qt::Horizontal);
+  zoom_->setObjectName(QStringLiteral("thumbnailZoom"));
+  zoom_->setRange(64, ThumbnailLoader::kSize);
+  zoom_->setValue(112);
+  zoom_->setFixedWidth(110);
+  zoom_->setToolTip(QStringLiteral("Thumbnail size"));
+  count_ = new QLabel;
+  count_->setObjectName(QStringLiteral("matchCount"));
+  row->addWidget(path_, 2);
+  row->addWidget(open);
+  row->addWidget(folder);
+  row->addSpacing(8);
+  row->addWidget(splitBox_);
+  row->addWidget(searchBox_, 2);
+  row->addWidget(sortBox_);
+  row->addWidget(zoom_);
+  row->addWidget(count_);
+  layout->addLayout(row);
+  auto* progress = new QHBoxLayout;
+  indexProgress_ = new QProgressBar;
+  indexProgress_->setObjectName(QStringLiteral("indexProgress"));
+  cancelIndex_ = new QPushButton(QStringLiteral("Cancel"));
+  cancelIndex_->setObjectName(QStringLiteral("cancelIndex"));
+  cancelIndex_->setToolTip(QStringLiteral("Stop building the index (the dataset is not opened)"));
+  status_ = new HintLabel;
+  status_->setObjectName(QStringLiteral("datasetStatus"));
+  status_->setWordWrap(true);
+  status_->setTextInteractionFlags(Qt::TextSelectableByMouse);
+  progress->addWidget(indexProgress_, 1);
+  progress->addWidget(cancelIndex_);
+  progress->addWidget(status_, 3);
+  layout->addLayout(progress);
+
+  connect(path_, &QLineEdit::returnPressed, this, [this] { openDataset(path_->text().trimmed()); });
+  connect(open, &QPushButton::clicked, this, &DatasetsPage::openDatasetDialog);
+  connect(folder, &QToolButton::clicked, this, [this] {
+    const QString dir = QFileDialog::getExistingDirectory(this, QStringLiteral("Open a dataset folder"), dataset_);
+    if (!dir.isEmpty()) openDataset(dir);
+  });
+  connect(cancelIndex_, &QPushButton::clicked, this, &DatasetsPage::cancelIndexing);
+  connect(splitBox_, &QComboBox::activated, this, [this] { setSplit(splitBox_->currentText()); });
+  connect(searchBox_, &QLineEdit::textEdited, this, [this] { searchDebounce_.start(); });
+  connect(searchBox_, &QLineEdit::returnPressed, this, [this] { setSearch(searchBox_->text()); });
+  connect(sortBox_, &QComboBox::activated, this, [this](int index) { setSort(static_cast<expnet::IndexSort>(index)); });
+  connect(zoom_, &QSlider::valueChanged, this, [this](int size) {
+    view_->setIconSize(QSize(size, size));
+    view_->setGridSize(QSize(size + 24, size + 30));
+    delegate_->setSizes(QSize(size + 20, size + 26), QSize(size, size));
+    view_->doItemsLayout();
+  });
+  return bar;
+}
+
+QWidget* DatasetsPage::buildBrowse() {
+  auto* split = new QSplitter(Qt::Horizontal);
+  centre_ = new QStackedWidget;
+  hint_ = new HintLabel(QStringLiteral("Open a captioning dataset: File > Open dataset…, Open… (Ctrl+O) above, drop a "
+                                       "dataset file here, or expnet-studio --page datasets --dataset FILE. Its index "
+                                       "(SQLite, full-text search) is built once in the background and kept in the "
+                                       "cache; the grid then pages through any number of images."),
+                        HintLabel::Kind::Panel);
+  centre_->addWidget(hint_);
+  view_ = new QListView;
+  view_->setObjectName(QStringLiteral("imageGrid"));
+  view_->setModel(model_);
+  // List mode wrapping left to right with uniform sizes: a grid whose layout
+  // sizes one cell, not every row (icon mode would ask each row for its size).
+  view_->setViewMode(QListView::ListMode);
+  view_->setFlow(QListView::LeftToRight);
+  view_->setWrapping(true);
+  view_->setUniformItemSizes(true);
+  view_->setResizeMode(QListView::Adjust);
+  view_->setMovement(QListView::Static);
+  view_->setItemDelegate(delegate_ = new ThumbnailDelegate(view_));
+  view_->setSelectionMode(QAbstractItemView::SingleSelection);
+  view_->setTextElideMode(Qt::ElideMiddle);
+  view_->setWordWrap(false);
+  view_->setIconSize(QSize(112, 112));
+  view_->setGridSize(QSize(136, 142));
+  delegate_->setSizes(QSize(132, 138), QSize(112, 112));
+  auto* side = new QWidget;
+  auto* sideLayout = new QVBoxLayout(side);
+  sideLayout->setContentsMargins(0, 0, 0, 0);
+  detail_ = new ImageDetail;
+  evaluation_ = new EvaluationPanel;
+  sideLayout->addWidget(detail_, 1);
+  sideLayout->addWidget(evaluation_);
+  split->addWidget(view_);
+  split->addWidget(side);
+  split->setStretchFactor(0, 3);
+  split->setStretchFactor(1, 2);
+  centre_->addWidget(split);
+  connect(view_->selectionModel(), &QItemSelectionModel::currentChanged, this, &DatasetsPage::showSelected);
+  connect(model_, &QAbstractItemModel::dataChanged, this, [this](const QModelIndex& first, const QModelIndex& last) {
+    const int row = view_->currentIndex().row();
+    if (row >= first.row() && row <= last.row() && detail_->cocoid() == 0) showSelected();
+  });
+  return centre_;
+}
+
+void DatasetsPage::dragEnterEvent(QDragEnterEvent* event) {
+  const QList<QUrl> urls = event->mimeData()->urls();
+  if (urls.size() == 1 && urls.front().isLocalFile()) event->acceptProposedAction();
+}
+
+void DatasetsPage::dropEvent(QDropEvent* event) {
+  openDataset(event->mimeData()->urls().front().toLocalFile());
+  event->acceptProposedAction();
+}
+
+void DatasetsPage::openDatasetDialog() {
+  const QString file = QFileDialog::getOpenFileName(this, QStringLiteral("Open a dataset"), dataset_,
+                                                    QStringLiteral("Datasets (*.json *.jsonl *.csv);;All files (*)"));
+  if (!file.isEmpty()) openDataset(file);
+}
+
+void DatasetsPage::openDataset(const QString& path) {
+  if (path.isEmpty() || opening_) return;
+  dataset_ = QFileInfo(path).absoluteFilePath();
+  path_->setText(dataset_);
+  opening_ = true;
+  openError_.clear();
+  indexPath_.clear();
+  indexDone_ = indexTotal_ = 0;
+  thumbnails_->setIndex(QString());
+  model_->forgetThumbnails();
+  model_->reset(++generation_, 0);
+  detail_->clear();
+  compared_.clear();
+  evaluation_->setEvaluations({});
+  indexWorker_->armBuild();
+  QMetaObject::invokeMethod(indexWorker_, [w = indexWorker_, d = dataset_] { w->open(d); }, Qt::QueuedConnection);
+  updateState();
+}
+
+void DatasetsPage::cancelIndexing() {
+  if (opening_) indexWorker_->cancelBuild();
+}
+
+void DatasetsPage::onOpened(const QString& dataset, const QString& indexPath, bool built, double seconds,
+                            const QJsonArray& splits, const QJsonObject& meta) {
+  if (dataset != dataset_) return;
+  opening_ = false;
+  indexPath_ = indexPath;
+  built_ = built;
+  openSeconds_ = seconds;
+  splitCounts_ = splits;
+  meta_ = meta;
+  thumbnails_->setIndex(indexPath);
+  statsPending_ = true;
+  stats_->showMessage(QStringLiteral("Computing the statistics…"));
+  QMetaObject::invokeMethod(analysis_, [a = analysis_, d = dataset_] { a->computeStats(d, 5); }, Qt::QueuedConnection);
+  QMetaObject::invokeMethod(analysis_, [a = analysis_, db = evaluationDb()] { a->listEvaluations(db); }, Qt::QueuedConnection);
+  runQuery();
+  emit datasetOpened();
+}
+
+QString DatasetsPage::evaluationDb() const {
+  return dataset_.isEmpty() ? QString() : QString::fromStdString(expnet::default_evaluation_db(dataset_.toStdString()));
+}
+
+GridQuery DatasetsPage::query() const {
+  GridQuery q;
+  q.split = split_;
+  q.text = search_;
+  q.sort = sort_;
+  q.evaluationId = evaluation_->evaluationId();
+  if (q.evaluationId != 0) q.evaluationDb = evaluationDb();
+  if (q.evaluationId == 0 && (sort_ == expnet::IndexSort::score_ascending || sort_ == expnet::IndexSort::score_descending))
+    q.sort = expnet::IndexSort::id;  // no scores to sort by
+  return q;
+}
+
+// A new filter or order: the first page brings the count, then the grid is reset to it.
+void DatasetsPage::runQuery() {
+  if (indexPath_.isEmpty()) return updateState();
+  firstPagePending_ = true;
+  const int generation = ++generation_;
+  QMetaObject::invokeMethod(indexWorker_, [w = indexWorker_, generation, q = query()] {
+    w->fetch(generation, q, 0, ImageGridModel::kPageSize, true);
+  }, Qt::QueuedConnection);
+  updateState();
+}
+
+void DatasetsPage::onPage(int generation, int page, const QVector<GridItem>& items, qint64 total) {
+  if (generation != generation_) return;
+  if (page == 0 && total >= 0) {
+    firstPagePending_ = false;
+    const qint64 selected = detail_->cocoid();
+    model_->reset(generation, total);
+    view_->scrollToTop();
+    if (selected == 0 && total > 0) view_->setCurrentIndex(model_->index(0));
+  }
+  model_->addPage(generation, page, items);
+  updateState();
+}
+
+void DatasetsPage::setSplit(const QString& split) {
+  split_ = split == QStringLiteral("all") ? QString() : split;
+  splitBox_->setCurrentText(split_.isEmpty() ? QStringLiteral("all") : split_);
+  runQuery();
+}
+
+void DatasetsPage::setSearch(const QString& words) {
+  search_ = words.trimmed();
+  if (searchBox_->text() != words) searchBox_->setText(words);
+  runQuery();
+}
+
+void DatasetsPage::setSort(expnet::IndexSort sort) {
+  sort_ = sort;
+  sortBox_->setCurrentIndex(static_cast<int>(sort));
+  runQuery();
+}
+
+void DatasetsPage::showSelected() {
+  const GridItem* item = model_->item(view_->currentIndex().row());
+  if (!item) return;
+  detail_->showItem(*item, search_, compared_.contains(item->cocoid) ? &compared_[item->cocoid] : nullptr);
+  detail_->setCaptionEnabled(context_->captioner() != nullptr,
+                             context_->captioner() ? QStringLiteral("Caption this image with %1").arg(context_->modelName())
+                                                   : QStringLiteral("Load a model on the Caption page first"));
+}
+
+void DatasetsPage::evaluate(const QString& model, const QString& split, int limit) {
+  evaluation_->setJob(model, split, limit);
+  if (indexPath_.isEmpty()) {
+    evaluationWanted_ = true;  // once the dataset is open
+    return;
+  }
+  startEvaluation();
+}
+
+void DatasetsPage::startEvaluation() {
+  evaluationWanted_ = false;
+  if (dataset_.isEmpty() || evaluation_->running()) return;
+  EvaluationJob job = evaluation_->job();
+  job.dataset = dataset_;
+  job.db = evaluationDb();
+  job.device = context_->device();
+  analysis_->armEvaluation();
+  evaluation_->showRunning(0, 0);
+  QMetaObject::invokeMethod(analysis_, [a = analysis_, job] { a->evaluate(job); }, Qt::QueuedConnection);
+  updateState();
+}
+
+void DatasetsPage::exportEvaluationCsv(const QString& file) {
+  QMetaObject::invokeMethod(indexWorker_, [w = indexWorker_, q = query(), file] { w->exportCsv(q, file); },
+                            Qt::QueuedConnection);
+}
+
+void DatasetsPage::updateState() {
+  centre_->setCurrentIndex(indexPath_.isEmpty() ? 0 : 1);
+  indexProgress_->setVisible(opening_);
+  cancelIndex_->setVisible(opening_);
+  indexProgress_->setRange(0, indexTotal_ > 0 ? 100 : 0);  // busy until the total is known
+  if (indexTotal_ > 0) indexProgress_->setValue(int(100 * indexDone_ / indexTotal_));
+  QString status;
+  if (opening_)
+    status = indexTotal_ > 0 ? QStringLiteral("Indexing %1: %2 of %3 images").arg(dataset_).arg(indexDone_).arg(indexTotal_)
+                             : QStringLiteral("Opening %1…").arg(dataset_);
+  else if (!openError_.isEmpty())
+    status = openError_;
+  else if (!indexPath_.isEmpty())
+    status = QStringLiteral("%1 (%2)%3").arg(QFileInfo(dataset_).fileName(), meta_["format"].toString(),
+                                             built_ ? QStringLiteral(": indexed in %1 s").arg(openSeconds_, 0, 'f', 1)
+                                                    : QString());
+  status_->setText(status);
+  status_->setStyleSheet(!openError_.isEmpty() && !opening_
+                             ? QStringLiteral("color: %1").arg(Theme::css(Theme::current().errorText()))
+                             : QString());
+  count_->setText(indexPath_.isEmpty() ? QString()
+                  : firstPagePending_  ? QStringLiteral("searching…")
+                                       : QStringLiteral("%L1 images").arg(model_->total()));
+  if (evaluationWanted_ && !indexPath_.isEmpty()) startEvaluation();
+}
+
+QVector<int> DatasetsPage::visibleRows() const {
+  QVector<int> rows;
+  const QRect area = view_->viewport()->rect();
+  for (int row = 0; row < model_->rowCount(); ++row) {
+    const QRect rect = view_->visualRect(model_->index(row));
+    if (rect.top() > area.bottom()) break;
+    if (rect.intersects(area)) rows << row;
+  }
+  return rows;
+}
+
+bool DatasetsPage::isBusy() const {
+  if (opening_ || firstPagePending_ || statsPending_ || evaluation_->running() || evaluationWanted_) return true;
+  // The grid is filled when the items on screen and their thumbnails have come (or failed).
+  for (const int row : visibleRows())
+    if (!model_->item(row) || model_->thumbnailPending(row)) return true;
+  return false;
+}
+
+QJsonObject DatasetsPage::describe() const {
+  QJsonArray items;
+  for (const int row : visibleRows()) {
+    const GridItem* item = model_->item(row);
+    if (!item) continue;
+    QJsonObject entry{{"cocoid", item->cocoid},
+                      {"file", item->file},
+                      {"split", item->split},
+                      {"reference", item->references.value(0)}};
+    if (item->evaluated) {
+      entry.insert(QStringLiteral("caption"), item->caption);
+      entry.insert(QStringLiteral("CIDEr-D"), item->ciderD);
+      entry.insert(QStringLiteral("Bleu_4"), item->bleu4);
+    }
+    const QString error = model_->thumbnailError(item->cocoid);
+    if (!error.isEmpty()) entry.insert(QStringLiteral("thumbnail_error"), error);
+    items.append(entry);
+  }
+  return {{"dataset", dataset_},
+          {"index", indexPath_},
+          {"error", openError_},
+          {"built", built_},
+          {"splits", splitCounts_},
+          {"split", split_.isEmpty() ? QStringLiteral("all") : split_},
+          {"search", search_},
+          {"sort", kSorts.value(static_cast<int>(sort_))},
+          {"total", model_->total()},
+          {"items", items},
+          {"detail", detail_->describe()},
+          {"evaluation", evaluation_->describe()},
+          {"statistics", stats_->describe()},
+          {"tab", tabs_->currentIndex() == 0 ? QStringLiteral("browse") : QStringLiteral("statistics")}};
+}

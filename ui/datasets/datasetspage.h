@@ -1,0 +1,122 @@
+// The Datasets page: open a captioning dataset (its SQLite index built in the
+// background when missing or stale), browse it in a virtualised thumbnail grid
+// (split filter, full-text search, sort, zoom), see one image in detail, its
+// statistics, and per-sample evaluations of a model sorted worst first. The
+// index work runs in an IndexWorker, thumbnails in a ThumbnailLoader, the
+// statistics and evaluations in an AnalysisWorker, each on its own thread.
+#pragma once
+
+#include <QJsonObject>
+#include <QThread>
+#include <QTimer>
+
+#include "datasets/indexworker.h"
+#include "shell/studiopage.h"
+
+class QComboBox;
+class QLabel;
+class QLineEdit;
+class QListView;
+class QProgressBar;
+class QPushButton;
+class QSlider;
+class QStackedWidget;
+class QTabWidget;
+class AnalysisWorker;
+class DatasetStats;
+class EvaluationPanel;
+class HintLabel;
+class ImageDetail;
+class ImageGridModel;
+class StudioContext;
+class ThumbnailDelegate;
+class ThumbnailLoader;
+
+class DatasetsPage : public StudioPage {
+  Q_OBJECT
+ public:
+  explicit DatasetsPage(StudioContext* context, QWidget* parent = nullptr);
+  // Stops the workers' threads (an index build or evaluation is cancelled first).
+  ~DatasetsPage() override;
+  QJsonObject describe() const override;
+  bool isBusy() const override;
+  QString pageId() const override { return QStringLiteral("datasets"); }
+  QString title() const override { return QStringLiteral("Datasets"); }
+
+  ImageGridModel* grid() const { return model_; }
+  QString indexPath() const { return indexPath_; }
+  QString evaluationDb() const;
+
+ public slots:
+  // A dataset file or folder: its index is opened, or built first.
+  void openDataset(const QString& path);
+  void openDatasetDialog();
+  void cancelIndexing();
+  void setSplit(const QString& split);  // "" or "all" = every split
+  void setSearch(const QString& words);
+  void setSort(expnet::IndexSort sort);
+  // Runs a per-sample evaluation of `model` (built-in name or checkpoint) on `split`.
+  void evaluate(const QString& model, const QString& split, int limit);
+  void exportEvaluationCsv(const QString& file);
+
+ signals:
+  void attentionRequested(const QString& file);
+  void datasetOpened();
+
+ protected:
+  // A dataset file or folder dropped anywhere on the page opens it.
+  void dragEnterEvent(QDragEnterEvent* event) override;
+  void dropEvent(QDropEvent* event) override;
+
+ private:
+  void runQuery();
+  QWidget* buildTopBar();
+  QWidget* buildBrowse();
+  void onOpened(const QString& dataset, const QString& indexPath, bool built, double seconds, const QJsonArray& splits,
+                const QJsonObject& meta);
+  void onPage(int generation, int page, const QVector<GridItem>& items, qint64 total);
+  void showSelected();
+  void startEvaluation();
+  void updateState();
+  GridQuery query() const;
+  QVector<int> visibleRows() const;  // rows of the grid on screen
+
+  StudioContext* context_;
+  QThread indexThread_, thumbThread_, analysisThread_;
+  IndexWorker* indexWorker_;
+  ThumbnailLoader* thumbnails_;
+  AnalysisWorker* analysis_;
+  ImageGridModel* model_;
+
+  QString dataset_, indexPath_, openError_, statsState_;
+  QJsonObject meta_;
+  QJsonArray splitCounts_;
+  bool opening_ = false, statsPending_ = false, evaluationWanted_ = false;
+  int generation_ = 0;
+  bool firstPagePending_ = false;
+  qint64 indexDone_ = 0, indexTotal_ = 0;
+  double openSeconds_ = 0;
+  bool built_ = false;
+  QString search_, split_;
+  expnet::IndexSort sort_ = expnet::IndexSort::id;
+  QHash<qint64, GridItem> compared_;  // the compared evaluation's items, by cocoid
+  QTimer searchDebounce_;
+
+  QLineEdit* path_;
+  QComboBox* splitBox_;
+  QLineEdit* searchBox_;
+  QComboBox* sortBox_;
+  QSlider* zoom_;
+  QLabel* count_;
+  QProgressBar* indexProgress_;
+  QPushButton* cancelIndex_;
+  HintLabel* status_;
+  QTabWidget* tabs_;
+  QStackedWidget* centre_;
+  HintLabel* hint_;
+  QListView* view_;
+  ThumbnailDelegate* delegate_;
+  ImageDetail* detail_;
+  EvaluationPanel* evaluation_;
+  DatasetStats* stats_;
+};

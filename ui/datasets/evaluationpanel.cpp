@@ -1,0 +1,178 @@
+#include "datasets/evaluationpanel.h"
+
+#include <QComboBox>
+#include <QFormLayout>
+#include <QHBoxLayout>
+#include <QLabel>
+#include <QLineEdit>
+#include <QProgressBar>
+#include <QPushButton>
+#include <QSpinBox>
+
+#include "common/browsebutton.h"
+#include "common/formfields.h"
+#include "common/hintlabel.h"
+#include "common/theme.h"
+
+namespace {
+QString evaluationLabel(const QJsonObject& e) {
+  const double cider = e["corpus"].toObject()["CIDEr"].toDouble();
+  return QStringLiteral("#%1 %2 · %3 · %4 images · CIDEr-D %5")
+      .arg(e["id"].toInteger())
+      .arg(e["model"].toString(), e["split"].toString())
+      .arg(e["images"].toInteger())
+      .arg(cider, 0, 'f', 3);
+}
+}  // namespace
+
+EvaluationPanel::EvaluationPanel(QWidget* parent) : QGroupBox(QStringLiteral("Per-sample evaluation"), parent) {
+  setObjectName(QStringLiteral("evaluationPanel"));
+  model_ = new QComboBox;
+  model_->setObjectName(QStringLiteral("evalModel"));
+  model_->setEditable(true);
+  model_->addItems({QStringLiteral("demo"), QStringLiteral("pnaic-demo-k5"), QStringLiteral("pnaic-demo-k2")});
+  model_->setToolTip(QStringLiteral("A built-in model, or a checkpoint of ours (.pth; …)"));
+  auto* browse = new BrowseButton(model_, QStringLiteral("Choose a checkpoint"),
+                                  QStringLiteral("Checkpoints (*.pth *.pt);;All files (*)"));
+  vocab_ = new QLineEdit;
+  vocab_->setPlaceholderText(QStringLiteral("vocabulary, if not in the checkpoint"));
+  beam_ = integerField(QStringLiteral("evalBeam"), 1, 16, 3, QStringLiteral("greedy"),
+                       QStringLiteral("Beam width (1 = greedy); part of the evaluation's key"));
+  split_ = splitField(QStringLiteral("evalSplit"), QStringLiteral("val"), QStringLiteral("Split to caption"));
+  limit_ = integerField(QStringLiteral("evalLimit"), 0, 1000000, 0, QStringLiteral("all"),
+                        QStringLiteral("At most this many images of the split"));
+  evaluate_ = new QPushButton(QStringLiteral("Evaluate"));
+  evaluate_->setObjectName(QStringLiteral("evalRun"));
+  evaluate_->setToolTip(QStringLiteral("Caption every image of the split and score it; an evaluation cancelled "
+                                       "earlier with the same model and options resumes where it stopped"));
+  cancel_ = new QPushButton(QStringLiteral("Cancel"));
+  cancel_->setObjectName(QStringLiteral("evalCancel"));
+  progress_ = new QProgressBar;
+  state_ = new HintLabel;  // the run's progress, result or error
+  state_->setObjectName(QStringLiteral("evalState"));
+  state_->setWordWrap(true);
+  state_->setTextInteractionFlags(Qt::TextSelectableByMouse);
+  shown_ = new QComboBox;
+  shown_->setObjectName(QStringLiteral("evalShown"));
+  shown_->setToolTip(QStringLiteral("The evaluation whose captions and scores the grid shows"));
+  compared_ = new QComboBox;
+  compared_->setObjectName(QStringLiteral("evalCompared"));
+  compared_->setToolTip(QStringLiteral("A second evaluation: its caption and score shown under the first's"));
+  export_ = new QPushButton(QStringLiteral("Export CSV…"));
+  export_->setToolTip(QStringLiteral("The shown evaluation's images in the grid's order, with captions and scores"));
+
+  auto* form = new QFormLayout(this);
+  form->addRow(QStringLiteral("Model:"), browse->row());
+  form->addRow(QString(), vocab_);
+  auto* row = new QHBoxLayout;
+  row->addWidget(new HintLabel(QStringLiteral("Beam:")));
+  row->addWidget(beam_);
+  row->addWidget(new HintLabel(QStringLiteral("Split:")));
+  row->addWidget(split_);
+  row->addWidget(new HintLabel(QStringLiteral("Limit:")));
+  row->addWidget(limit_);
+  form->addRow(row);
+  auto* buttons = new QHBoxLayout;
+  buttons->addWidget(evaluate_);
+  buttons->addWidget(cancel_);
+  buttons->addWidget(progress_, 1);
+  form->addRow(buttons);
+  form->addRow(state_);
+  form->addRow(QStringLiteral("Show:"), shown_);
+  form->addRow(QStringLiteral("Compare:"), compared_);
+  form->addRow(export_);
+  connect(evaluate_, &QPushButton::clicked, this, &EvaluationPanel::evaluateRequested);
+  connect(cancel_, &QPushButton::clicked, this, &EvaluationPanel::cancelRequested);
+  connect(export_, &QPushButton::clicked, this, &EvaluationPanel::exportRequested);
+  connect(shown_, &QComboBox::activated, this, [this] { emit evaluationChosen(evaluationId()); });
+  connect(compared_, &QComboBox::activated, this, [this] { emit comparedChosen(comparedId()); });
+  showEnded(QString(), false);
+  setEvaluations({});
+}
+
+EvaluationJob EvaluationPanel::job() const {
+  EvaluationJob job;
+  const QString model = model_->currentText().trimmed();
+  // A built-in name stands alone; anything else is a checkpoint file.
+  if (model.endsWith(QStringLiteral(".pth")) || model.endsWith(QStringLiteral(".pt")) || model.contains(QLatin1Char('/')))
+    job.checkpoint = model;
+  else
+    job.model = model;
+  job.vocab = vocab_->text().trimmed();
+  job.split = split_->currentText();
+  job.limit = limit_->value();
+  job.beam = beam_->value();
+  return job;
+}
+
+void EvaluationPanel::setJob(const QString& model, const QString& split, int limit) {
+  model_->setCurrentText(model);
+  split_->setCurrentText(split);
+  limit_->setValue(limit);
+}
+
+void EvaluationPanel::setEvaluations(const QJsonArray& evaluations) {
+  const qint64 shown = evaluationId(), compared = comparedId();
+  evaluations_ = evaluations;
+  shown_->clear();
+  compared_->clear();
+  shown_->addItem(QStringLiteral("none"), 0);
+  compared_->addItem(QStringLiteral("none"), 0);
+  for (const auto& e : evaluations) {
+    const QJsonObject evaluation = e.toObject();
+    shown_->addItem(evaluationLabel(evaluation), evaluation["id"].toInteger());
+    compared_->addItem(evaluationLabel(evaluation), evaluation["id"].toInteger());
+  }
+  shown_->setCurrentIndex(std::max(0, shown_->findData(shown)));
+  compared_->setCurrentIndex(std::max(0, compared_->findData(compared)));
+  export_->setEnabled(evaluationId() != 0);
+}
+
+void EvaluationPanel::selectEvaluation(qint64 id) {
+  shown_->setCurrentIndex(std::max(0, shown_->findData(id)));
+  export_->setEnabled(evaluationId() != 0);
+}
+
+qint64 EvaluationPanel::evaluationId() const { return shown_->currentData().toLongLong(); }
+qint64 EvaluationPanel::comparedId() const { return compared_->currentData().toLongLong(); }
+
+QJsonObject EvaluationPanel::evaluation(qint64 id) const {
+  for (const auto& e : evaluations_)
+    if (e.toObject()["id"].toInteger() == id) return e.toObject();
+  return {};
+}
+
+void EvaluationPanel::showRunning(int done, int total) {
+  if (!running_) clock_.start();
+  running_ = true;
+  evaluate_->setEnabled(false);
+  cancel_->setEnabled(true);
+  progress_->setVisible(true);
+  progress_->setRange(0, std::max(1, total));
+  progress_->setValue(done);
+  QString text = QStringLiteral("%1 / %2 images").arg(done).arg(total);
+  if (done > 0 && total > done)
+    text += QStringLiteral(" · about %1 s left").arg(clock_.elapsed() / 1000.0 / done * (total - done), 0, 'f', 0);
+  state_->setText(text);
+  state_->setStyleSheet(QString());
+}
+
+void EvaluationPanel::showEnded(const QString& message, bool error) {
+  running_ = false;
+  evaluate_->setEnabled(true);
+  cancel_->setEnabled(false);
+  progress_->setVisible(false);
+  state_->setText(message);
+  state_->setStyleSheet(error ? QStringLiteral("color: %1").arg(Theme::css(Theme::current().errorText())) : QString());
+}
+
+QJsonObject EvaluationPanel::describe() const {
+  return {{"model", model_->currentText()},
+          {"beam", beam_->value()},
+          {"split", split_->currentText()},
+          {"running", running_},
+          {"state", state_->text()},
+          {"shown", evaluationId()},
+          {"compared", comparedId()},
+          {"evaluations", evaluations_}};
+}

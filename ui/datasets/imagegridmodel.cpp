@@ -1,0 +1,126 @@
+#include "datasets/imagegridmodel.h"
+
+#include <QPainter>
+
+#include "common/theme.h"
+#include "datasets/thumbnailloader.h"
+
+ImageGridModel::ImageGridModel(QObject* parent) : QAbstractListModel(parent) {
+  loading_ = placeholder(QString());
+  missing_ = placeholder(QStringLiteral("missing"));
+}
+
+QPixmap ImageGridModel::placeholder(const QString& text) const {
+  const Theme theme = Theme::current();
+  QPixmap pixmap(ThumbnailLoader::kSize, ThumbnailLoader::kSize);
+  pixmap.fill(theme.imageBackdrop());
+  if (!text.isEmpty()) {
+    QPainter painter(&pixmap);
+    painter.setPen(theme.imageBackdropText());
+    QFont font = painter.font();
+    font.setPointSize(18);
+    painter.setFont(font);
+    painter.drawText(pixmap.rect(), Qt::AlignCenter, text);
+  }
+  return pixmap;
+}
+
+void ImageGridModel::reset(int generation, qint64 total) {
+  beginResetModel();
+  generation_ = generation;
+  total_ = total;
+  pages_.clear();
+  pagesAsked_.clear();
+  rowOf_.clear();
+  endResetModel();
+}
+
+void ImageGridModel::addPage(int generation, int page, const QVector<GridItem>& items) {
+  if (generation != generation_) return;
+  pages_.insert(page, items);
+  const int first = page * kPageSize;
+  for (int i = 0; i < items.size(); ++i) rowOf_.insert(items[i].cocoid, first + i);
+  if (!items.isEmpty()) emit dataChanged(index(first), index(first + int(items.size()) - 1));
+}
+
+void ImageGridModel::setThumbnail(qint64 cocoid, const QImage& thumbnail) {
+  thumbnails_.insert(cocoid, QPixmap::fromImage(thumbnail));
+  if (thumbnails_.size() > 20000) forgetThumbnails();  // a bound on memory; the index keeps them on disk
+  const int row = rowOf_.value(cocoid, -1);
+  if (row >= 0) emit dataChanged(index(row), index(row), {Qt::DecorationRole});
+}
+
+void ImageGridModel::forgetThumbnails() {
+  thumbnails_.clear();
+  thumbnailErrors_.clear();
+  thumbnailsAsked_.clear();
+}
+
+void ImageGridModel::forgetRequest(qint64 cocoid) {
+  thumbnailsAsked_.remove(cocoid);
+  const int row = rowOf_.value(cocoid, -1);
+  if (row >= 0) emit dataChanged(index(row), index(row), {Qt::DecorationRole});  // repainted if on screen
+}
+
+void ImageGridModel::setThumbnailError(qint64 cocoid, const QString& reason) {
+  thumbnailErrors_.insert(cocoid, reason);
+  const int row = rowOf_.value(cocoid, -1);
+  if (row >= 0) emit dataChanged(index(row), index(row), {Qt::DecorationRole, Qt::ToolTipRole});
+}
+
+const GridItem* ImageGridModel::item(int row) const {
+  const auto it = pages_.constFind(row / kPageSize);
+  if (it == pages_.constEnd() || row % kPageSize >= it->size()) return nullptr;
+  return &(*it)[row % kPageSize];
+}
+
+bool ImageGridModel::thumbnailPending(int row) const {
+  const GridItem* it = item(row);
+  return it && !thumbnails_.contains(it->cocoid) && !thumbnailErrors_.contains(it->cocoid);
+}
+
+int ImageGridModel::rowCount(const QModelIndex& parent) const {
+  return parent.isValid() ? 0 : static_cast<int>(total_);
+}
+
+QVariant ImageGridModel::data(const QModelIndex& index, int role) const {
+  if (!index.isValid() || index.row() >= total_) return {};
+  const GridItem* it = item(index.row());
+  if (!it) {
+    // Asked for by the view: the row is (about to be) on screen.
+    const int page = index.row() / kPageSize;
+    if (!pagesAsked_.contains(page)) {
+      pagesAsked_.insert(page);
+      emit pageWanted(generation_, page);
+    }
+    if (role == Qt::DecorationRole) return loading_;
+    if (role == Qt::DisplayRole) return QStringLiteral("…");
+    return {};
+  }
+  switch (role) {
+    case Qt::DisplayRole:
+      return it->evaluated ? QStringLiteral("%1  ·  %2").arg(it->name).arg(it->ciderD, 0, 'f', 2) : it->name;
+    case Qt::DecorationRole: {
+      const auto thumb = thumbnails_.constFind(it->cocoid);
+      if (thumb != thumbnails_.constEnd()) return *thumb;
+      if (thumbnailErrors_.contains(it->cocoid)) return missing_;
+      if (!thumbnailsAsked_.contains(it->cocoid)) {
+        thumbnailsAsked_.insert(it->cocoid);
+        emit thumbnailWanted(it->cocoid);
+      }
+      return loading_;
+    }
+    case Qt::ToolTipRole: {
+      QString tip = QStringLiteral("%1 (%2, id %3)").arg(it->file, it->split).arg(it->cocoid);
+      if (thumbnailErrors_.contains(it->cocoid)) tip += QStringLiteral("\n") + thumbnailErrors_.value(it->cocoid);
+      if (it->evaluated) tip += QStringLiteral("\nCIDEr-D %1 · BLEU-4 %2").arg(it->ciderD, 0, 'f', 3).arg(it->bleu4, 0, 'f', 3);
+      return tip;
+    }
+    case CocoidRole:
+      return it->cocoid;
+    case ScoreRole:
+      return it->evaluated ? QVariant(it->ciderD) : QVariant();
+    default:
+      return {};
+  }
+}
