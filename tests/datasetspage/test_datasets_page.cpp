@@ -8,7 +8,7 @@
 #include <QJsonArray>
 #include <QJsonDocument>
 #include <QJsonObject>
-#include <QListView>
+#include <QTableView>
 #include <QPushButton>
 #include <QScrollBar>
 #include <QTabWidget>
@@ -77,7 +77,7 @@ class TestDatasetsPage : public QObject {
     QVERIFY(!d["items"].toArray().isEmpty());
     QVERIFY(QFileInfo(page.indexPath()).absoluteFilePath().startsWith(dir_ + "/cache/expnet/"));
     // Only the pages looked at are fetched: the last row comes after scrolling there.
-    auto* view = page.findChild<QListView*>("imageGrid");
+    auto* view = page.findChild<QTableView*>("imageGrid");
     QVERIFY(page.grid()->item(239) == nullptr);
     view->scrollToBottom();
     QVERIFY(expnet_test::waitUntil([&] { return page.grid()->item(239) != nullptr; }, 10000));

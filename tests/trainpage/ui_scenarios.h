@@ -22,8 +22,15 @@ GapResult trainingGap(const QString& configFile, const QString& cli, const QStri
 // Makes a `images`-image shapes set in `workDir` with the `expnet` at `cli`,
 // then evaluates the Compare page's demo models on all of it.
 GapResult compareEvaluationGap(const QString& cli, const QString& workDir, int images);
-// A Karpathy file of `images` entries whose files cycle over a small shapes
-// set in `workDir`: the Datasets page opens it (index built), then scrolls the
-// grid through every row (`items` = rows scrolled past) and, with
-// `evaluate` > 0, evaluates the demo model on that many images.
-GapResult datasetsGap(const QString& cli, const QString& workDir, int images, int evaluate, qint64* scrollLongestMs);
+// The Datasets page on `dataset` (empty: a Karpathy file of `images` entries
+// whose files cycle over a small shapes set made in `workDir`): it opens it
+// (index built), a second page opens it again (index cached: `firstScreenMs`
+// until the rows on screen and their thumbnails are shown), scrolls the grid
+// through its first 5,000 rows (`items` = rows; `scrollLongestMs` the longest
+// gap while scrolling) and, with `evaluate` > 0, evaluates the demo model on that many
+// val images.
+struct DatasetsGap {
+  qint64 scrollLongestMs = -1, firstScreenMs = -1;
+};
+GapResult datasetsGap(const QString& cli, const QString& workDir, const QString& dataset, int images, int evaluate,
+                      DatasetsGap* figures);

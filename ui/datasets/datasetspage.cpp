@@ -11,7 +11,8 @@
 #include <QJsonArray>
 #include <QLabel>
 #include <QLineEdit>
-#include <QListView>
+#include <QHeaderView>
+#include <QTableView>
 #include <QProgressBar>
 #include <QPushButton>
 #include <QScrollBar>
@@ -211,6 +212,7 @@ DatasetsPage::DatasetsPage(StudioContext* context, QWidget* parent)
 DatasetsPage::~DatasetsPage() {
   indexWorker_->cancelBuild();
   analysis_->cancelEvaluation();
+  thumbnails_->setIndex(QString());  // drops the queued thumbnails: the loader's thread ends at once
   for (QThread* thread : {&indexThread_, &thumbThread_, &analysisThread_}) {
     thread->quit();
     thread->wait();
@@ -285,9 +287,8 @@ QWidget* DatasetsPage::buildTopBar() {
   connect(sortBox_, &QComboBox::activated, this, [this](int index) { setSort(static_cast<expnet::IndexSort>(index)); });
   connect(zoom_, &QSlider::valueChanged, this, [this](int size) {
     view_->setIconSize(QSize(size, size));
-    view_->setGridSize(QSize(size + 24, size + 30));
-    delegate_->setSizes(QSize(size + 20, size + 26), QSize(size, size));
-    view_->doItemsLayout();
+    delegate_->setSizes(QSize(size + 24, size + 30), QSize(size, size));
+    fitColumns();
   });
   return bar;
 }
@@ -301,24 +302,26 @@ QWidget* DatasetsPage::buildBrowse() {
                                        "cache; the grid then pages through any number of images."),
                         HintLabel::Kind::Panel);
   centre_->addWidget(hint_);
-  view_ = new QListView;
+  // A table `columns` cells wide: its layout costs nothing per image, where a
+  // wrapping list view lays out all 123,287 of a COCO-sized set at once.
+  view_ = new QTableView;
   view_->setObjectName(QStringLiteral("imageGrid"));
   view_->setModel(model_);
-  // List mode wrapping left to right with uniform sizes: a grid whose layout
-  // sizes one cell, not every row (icon mode would ask each row for its size).
-  view_->setViewMode(QListView::ListMode);
-  view_->setFlow(QListView::LeftToRight);
-  view_->setWrapping(true);
-  view_->setUniformItemSizes(true);
-  view_->setResizeMode(QListView::Adjust);
-  view_->setMovement(QListView::Static);
-  view_->setItemDelegate(delegate_ = new ThumbnailDelegate(view_));
+  view_->horizontalHeader()->hide();
+  view_->verticalHeader()->hide();
+  view_->horizontalHeader()->setSectionResizeMode(QHeaderView::Fixed);
+  view_->verticalHeader()->setSectionResizeMode(QHeaderView::Fixed);
+  view_->setShowGrid(false);
   view_->setSelectionMode(QAbstractItemView::SingleSelection);
+  view_->setSelectionBehavior(QAbstractItemView::SelectItems);
+  view_->setHorizontalScrollBarPolicy(Qt::ScrollBarAlwaysOff);
+  view_->setVerticalScrollMode(QAbstractItemView::ScrollPerPixel);
   view_->setTextElideMode(Qt::ElideMiddle);
   view_->setWordWrap(false);
+  view_->setItemDelegate(delegate_ = new ThumbnailDelegate(view_));
+  view_->viewport()->installEventFilter(this);
   view_->setIconSize(QSize(112, 112));
-  view_->setGridSize(QSize(136, 142));
-  delegate_->setSizes(QSize(132, 138), QSize(112, 112));
+  delegate_->setSizes(QSize(136, 142), QSize(112, 112));
   auto* side = new QWidget;
   auto* sideLayout = new QVBoxLayout(side);
   sideLayout->setContentsMargins(0, 0, 0, 0);
@@ -333,8 +336,9 @@ QWidget* DatasetsPage::buildBrowse() {
   centre_->addWidget(split);
   connect(view_->selectionModel(), &QItemSelectionModel::currentChanged, this, &DatasetsPage::showSelected);
   connect(model_, &QAbstractItemModel::dataChanged, this, [this](const QModelIndex& first, const QModelIndex& last) {
-    const int row = view_->currentIndex().row();
-    if (row >= first.row() && row <= last.row() && detail_->cocoid() == 0) showSelected();
+    const QModelIndex current = view_->currentIndex();
+    if (current.isValid() && current.row() >= first.row() && current.row() <= last.row() && detail_->cocoid() == 0)
+      showSelected();
   });
   return centre_;
 }
@@ -429,8 +433,7 @@ void DatasetsPage::onPage(int generation, int page, const QVector<GridItem>& ite
     firstPagePending_ = false;
     const qint64 selected = detail_->cocoid();
     model_->reset(generation, total);
-    view_->scrollToTop();
-    if (selected == 0 && total > 0) view_->setCurrentIndex(model_->index(0));
+    if (selected == 0 && total > 0) view_->setCurrentIndex(model_->indexOf(0));
   }
   model_->addPage(generation, page, items);
   updateState();
@@ -455,7 +458,8 @@ void DatasetsPage::setSort(expnet::IndexSort sort) {
 }
 
 void DatasetsPage::showSelected() {
-  const GridItem* item = model_->item(view_->currentIndex().row());
+  if (!view_->currentIndex().isValid()) return;
+  const GridItem* item = model_->item(model_->positionOf(view_->currentIndex()));
   if (!item) return;
   detail_->showItem(*item, search_, compared_.contains(item->cocoid) ? &compared_[item->cocoid] : nullptr);
   detail_->setCaptionEnabled(context_->captioner() != nullptr,
@@ -516,29 +520,53 @@ void DatasetsPage::updateState() {
   if (evaluationWanted_ && !indexPath_.isEmpty()) startEvaluation();
 }
 
-QVector<int> DatasetsPage::visibleRows() const {
-  QVector<int> rows;
-  const QRect area = view_->viewport()->rect();
-  for (int row = 0; row < model_->rowCount(); ++row) {
-    const QRect rect = view_->visualRect(model_->index(row));
-    if (rect.top() > area.bottom()) break;
-    if (rect.intersects(area)) rows << row;
-  }
-  return rows;
+QVector<int> DatasetsPage::visiblePositions() const {
+  QVector<int> positions;
+  const int height = view_->viewport()->height();
+  int first = view_->rowAt(0), last = view_->rowAt(height - 1);
+  if (first < 0) return positions;
+  if (last < 0) last = model_->rowCount() - 1;
+  for (int row = first; row <= last; ++row)
+    for (int column = 0; column < model_->columns(); ++column) {
+      const int position = row * model_->columns() + column;
+      if (position < model_->total()) positions << position;
+    }
+  return positions;
+}
+
+void DatasetsPage::fitColumns() {
+  const QSize cell = delegate_->sizeHint({}, {});
+  view_->horizontalHeader()->setDefaultSectionSize(cell.width());
+  view_->verticalHeader()->setDefaultSectionSize(cell.height());
+  const int columns = std::max(1, view_->viewport()->width() / cell.width());
+  if (columns == model_->columns()) return;
+  // Keep the selected image selected, wherever its cell moves.
+  const int position = view_->currentIndex().isValid() ? model_->positionOf(view_->currentIndex()) : -1;
+  model_->setColumns(columns);
+  if (position >= 0) view_->setCurrentIndex(model_->indexOf(position));
+}
+
+bool DatasetsPage::eventFilter(QObject* watched, QEvent* event) {
+  if (watched == view_->viewport() && event->type() == QEvent::Resize) fitColumns();
+  return StudioPage::eventFilter(watched, event);
+}
+
+bool DatasetsPage::gridFilled() const {
+  if (opening_ || firstPagePending_ || indexPath_.isEmpty()) return false;
+  for (const int position : visiblePositions())
+    if (!model_->item(position) || model_->thumbnailPending(position)) return false;
+  return true;
 }
 
 bool DatasetsPage::isBusy() const {
-  if (opening_ || firstPagePending_ || statsPending_ || evaluation_->running() || evaluationWanted_) return true;
-  // The grid is filled when the items on screen and their thumbnails have come (or failed).
-  for (const int row : visibleRows())
-    if (!model_->item(row) || model_->thumbnailPending(row)) return true;
-  return false;
+  if (opening_ || statsPending_ || evaluation_->running() || evaluationWanted_) return true;
+  return !indexPath_.isEmpty() && !gridFilled();
 }
 
 QJsonObject DatasetsPage::describe() const {
   QJsonArray items;
-  for (const int row : visibleRows()) {
-    const GridItem* item = model_->item(row);
+  for (const int position : visiblePositions()) {
+    const GridItem* item = model_->item(position);
     if (!item) continue;
     QJsonObject entry{{"cocoid", item->cocoid},
                       {"file", item->file},

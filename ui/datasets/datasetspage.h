@@ -16,7 +16,7 @@
 class QComboBox;
 class QLabel;
 class QLineEdit;
-class QListView;
+class QTableView;
 class QProgressBar;
 class QPushButton;
 class QSlider;
@@ -44,6 +44,8 @@ class DatasetsPage : public StudioPage {
   QString title() const override { return QStringLiteral("Datasets"); }
 
   ImageGridModel* grid() const { return model_; }
+  // The rows on screen and their thumbnails (or their errors) have come.
+  bool gridFilled() const;
   QString indexPath() const { return indexPath_; }
   QString evaluationDb() const;
 
@@ -64,6 +66,7 @@ class DatasetsPage : public StudioPage {
   void datasetOpened();
 
  protected:
+  bool eventFilter(QObject* watched, QEvent* event) override;  // the grid's resizes
   // A dataset file or folder dropped anywhere on the page opens it.
   void dragEnterEvent(QDragEnterEvent* event) override;
   void dropEvent(QDropEvent* event) override;
@@ -79,7 +82,8 @@ class DatasetsPage : public StudioPage {
   void startEvaluation();
   void updateState();
   GridQuery query() const;
-  QVector<int> visibleRows() const;  // rows of the grid on screen
+  QVector<int> visiblePositions() const;  // the images on screen, by position in the query's order
+  void fitColumns();                     // as many cells to a row as the view's width holds
 
   StudioContext* context_;
   QThread indexThread_, thumbThread_, analysisThread_;
@@ -114,7 +118,7 @@ class DatasetsPage : public StudioPage {
   QTabWidget* tabs_;
   QStackedWidget* centre_;
   HintLabel* hint_;
-  QListView* view_;
+  QTableView* view_;
   ThumbnailDelegate* delegate_;
   ImageDetail* detail_;
   EvaluationPanel* evaluation_;

@@ -5,7 +5,7 @@
 #include "common/theme.h"
 #include "datasets/thumbnailloader.h"
 
-ImageGridModel::ImageGridModel(QObject* parent) : QAbstractListModel(parent) {
+ImageGridModel::ImageGridModel(QObject* parent) : QAbstractTableModel(parent) {
   loading_ = placeholder(QString());
   missing_ = placeholder(QStringLiteral("missing"));
 }
@@ -31,7 +31,15 @@ void ImageGridModel::reset(int generation, qint64 total) {
   total_ = total;
   pages_.clear();
   pagesAsked_.clear();
-  rowOf_.clear();
+  positionOf_.clear();
+  endResetModel();
+}
+
+void ImageGridModel::setColumns(int columns) {
+  columns = std::max(1, columns);
+  if (columns == columns_) return;
+  beginResetModel();
+  columns_ = columns;
   endResetModel();
 }
 
@@ -39,15 +47,17 @@ void ImageGridModel::addPage(int generation, int page, const QVector<GridItem>& 
   if (generation != generation_) return;
   pages_.insert(page, items);
   const int first = page * kPageSize;
-  for (int i = 0; i < items.size(); ++i) rowOf_.insert(items[i].cocoid, first + i);
-  if (!items.isEmpty()) emit dataChanged(index(first), index(first + int(items.size()) - 1));
+  for (int i = 0; i < items.size(); ++i) positionOf_.insert(items[i].cocoid, first + i);
+  if (items.isEmpty()) return;
+  const int last = first + int(items.size()) - 1;
+  emit dataChanged(index(first / columns_, 0), index(last / columns_, columns_ - 1));
 }
 
 void ImageGridModel::setThumbnail(qint64 cocoid, const QImage& thumbnail) {
   thumbnails_.insert(cocoid, QPixmap::fromImage(thumbnail));
   if (thumbnails_.size() > 20000) forgetThumbnails();  // a bound on memory; the index keeps them on disk
-  const int row = rowOf_.value(cocoid, -1);
-  if (row >= 0) emit dataChanged(index(row), index(row), {Qt::DecorationRole});
+  const int position = positionOf_.value(cocoid, -1);
+  if (position >= 0) emit dataChanged(indexOf(position), indexOf(position), {Qt::DecorationRole});
 }
 
 void ImageGridModel::forgetThumbnails() {
@@ -58,37 +68,45 @@ void ImageGridModel::forgetThumbnails() {
 
 void ImageGridModel::forgetRequest(qint64 cocoid) {
   thumbnailsAsked_.remove(cocoid);
-  const int row = rowOf_.value(cocoid, -1);
-  if (row >= 0) emit dataChanged(index(row), index(row), {Qt::DecorationRole});  // repainted if on screen
+  const int position = positionOf_.value(cocoid, -1);
+  if (position >= 0) emit dataChanged(indexOf(position), indexOf(position), {Qt::DecorationRole});  // repainted if on screen
 }
 
 void ImageGridModel::setThumbnailError(qint64 cocoid, const QString& reason) {
   thumbnailErrors_.insert(cocoid, reason);
-  const int row = rowOf_.value(cocoid, -1);
-  if (row >= 0) emit dataChanged(index(row), index(row), {Qt::DecorationRole, Qt::ToolTipRole});
+  const int position = positionOf_.value(cocoid, -1);
+  if (position >= 0) emit dataChanged(indexOf(position), indexOf(position), {Qt::DecorationRole, Qt::ToolTipRole});
 }
 
-const GridItem* ImageGridModel::item(int row) const {
-  const auto it = pages_.constFind(row / kPageSize);
-  if (it == pages_.constEnd() || row % kPageSize >= it->size()) return nullptr;
-  return &(*it)[row % kPageSize];
+const GridItem* ImageGridModel::item(int position) const {
+  if (position < 0) return nullptr;
+  const auto it = pages_.constFind(position / kPageSize);
+  if (it == pages_.constEnd() || position % kPageSize >= it->size()) return nullptr;
+  return &(*it)[position % kPageSize];
 }
 
-bool ImageGridModel::thumbnailPending(int row) const {
-  const GridItem* it = item(row);
+bool ImageGridModel::thumbnailPending(int position) const {
+  const GridItem* it = item(position);
   return it && !thumbnails_.contains(it->cocoid) && !thumbnailErrors_.contains(it->cocoid);
 }
 
 int ImageGridModel::rowCount(const QModelIndex& parent) const {
-  return parent.isValid() ? 0 : static_cast<int>(total_);
+  return parent.isValid() ? 0 : static_cast<int>((total_ + columns_ - 1) / columns_);
+}
+
+int ImageGridModel::columnCount(const QModelIndex& parent) const { return parent.isValid() ? 0 : columns_; }
+
+Qt::ItemFlags ImageGridModel::flags(const QModelIndex& index) const {
+  return index.isValid() && positionOf(index) < total_ ? Qt::ItemIsEnabled | Qt::ItemIsSelectable : Qt::NoItemFlags;
 }
 
 QVariant ImageGridModel::data(const QModelIndex& index, int role) const {
-  if (!index.isValid() || index.row() >= total_) return {};
-  const GridItem* it = item(index.row());
+  const int position = positionOf(index);
+  if (!index.isValid() || position >= total_) return {};
+  const GridItem* it = item(position);
   if (!it) {
-    // Asked for by the view: the row is (about to be) on screen.
-    const int page = index.row() / kPageSize;
+    // Asked for by the view: the cell is (about to be) on screen.
+    const int page = position / kPageSize;
     if (!pagesAsked_.contains(page)) {
       pagesAsked_.insert(page);
       emit pageWanted(generation_, page);

@@ -1,11 +1,13 @@
-// The Datasets page's grid: a list model over the images matching the page's
-// query, of which only the pages the view asks for are fetched (100 images a
-// page, from the IndexWorker) and only the thumbnails it paints are loaded
-// (ThumbnailLoader); until then rows show a placeholder. Nothing here touches
-// SQLite or the disk: the view never waits.
+// The Datasets page's grid: the images matching the page's query, laid out
+// `columns` to a row of a table (a table view's layout costs nothing per image,
+// where a wrapping list lays out every one). Only the pages the view asks for
+// are fetched (100 images a page, from the IndexWorker) and only the thumbnails
+// it paints are loaded (ThumbnailLoader); until then cells show a placeholder.
+// Nothing here touches SQLite or the disk: the view never waits. "Position" is
+// an image's place in the query's order (0-based); cells map to positions.
 #pragma once
 
-#include <QAbstractListModel>
+#include <QAbstractTableModel>
 #include <QHash>
 #include <QImage>
 #include <QPixmap>
@@ -13,7 +15,7 @@
 
 #include "datasets/indexworker.h"
 
-class ImageGridModel : public QAbstractListModel {
+class ImageGridModel : public QAbstractTableModel {
   Q_OBJECT
  public:
   static constexpr int kPageSize = 100;
@@ -33,13 +35,20 @@ class ImageGridModel : public QAbstractListModel {
   // The loader dropped this request (scrolled past): asked again if painted again.
   void forgetRequest(qint64 cocoid);
   // The item at `row` when its page has arrived.
-  const GridItem* item(int row) const;
+  const GridItem* item(int position) const;
+  // Cells per table row (the page sets it from the view's width).
+  void setColumns(int columns);
+  int columns() const { return columns_; }
+  int positionOf(const QModelIndex& index) const { return index.row() * columns_ + index.column(); }
+  QModelIndex indexOf(int position) const { return index(position / columns_, position % columns_); }
   QString thumbnailError(qint64 cocoid) const { return thumbnailErrors_.value(cocoid); }
-  // The row's item has come but neither its thumbnail nor its error yet.
-  bool thumbnailPending(int row) const;
+  // The position's item has come but neither its thumbnail nor its error yet.
+  bool thumbnailPending(int position) const;
 
   int rowCount(const QModelIndex& parent = QModelIndex()) const override;
+  int columnCount(const QModelIndex& parent = QModelIndex()) const override;
   QVariant data(const QModelIndex& index, int role) const override;
+  Qt::ItemFlags flags(const QModelIndex& index) const override;  // the cells after the last image: none
 
  signals:
   void pageWanted(int generation, int page) const;
@@ -55,6 +64,7 @@ class ImageGridModel : public QAbstractListModel {
   QHash<qint64, QPixmap> thumbnails_;
   QHash<qint64, QString> thumbnailErrors_;
   mutable QSet<qint64> thumbnailsAsked_;
-  QHash<qint64, int> rowOf_;  // of the pages arrived
+  QHash<qint64, int> positionOf_;  // of the pages arrived
+  int columns_ = 4;
   QPixmap loading_, missing_;
 };
