@@ -15,6 +15,7 @@ export QT_QPA_PLATFORM=offscreen
 SETTINGS=$(mktemp -d)
 trap 'rm -rf "$SETTINGS"' EXIT
 export XDG_CONFIG_HOME=$SETTINGS
+export XDG_CACHE_HOME=$SETTINGS/cache  # the Datasets page's index and evaluation store
 # The classic look: the one the demo model was trained on (README, "The demo model").
 "$EXPNET" dataset make-shapes --out "$SETTINGS/shapes" --images 4 --seed 90210 --style classic --val-fraction 0 --test-fraction 0 >/dev/null
 /usr/bin/python3 tests/demo/foreign_scenes.py "$SETTINGS/foreign" --count 2
@@ -48,6 +49,14 @@ HELD=$SETTINGS/held/images
 echo "wrote $OUT/compare.png"
 "$STUDIO" --screenshot "$OUT/compare-dataset.png" --page compare --dataset "$SETTINGS/held" --split all --limit 200
 echo "wrote $OUT/compare-dataset.png"
+
+# Datasets page: the same 200 scenes with the demo model evaluated per sample, sorted
+# worst first (the detail panel shows the worst caption under its references), then a
+# caption search ("red star", the words highlighted in the references).
+"$STUDIO" --screenshot "$OUT/datasets.png" --page datasets --dataset "$SETTINGS/held" --split all --eval demo
+echo "wrote $OUT/datasets.png"
+"$STUDIO" --screenshot "$OUT/datasets-search.png" --page datasets --dataset "$SETTINGS/held" --search "red star"
+echo "wrote $OUT/datasets-search.png"
 
 # --- Training page: its screenshot command goes here (Training page helper). ---
 # "$STUDIO" --screenshot "$OUT/training.png" --page training --run RUN_DIR

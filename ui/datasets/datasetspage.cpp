@@ -536,9 +536,10 @@ QVector<int> DatasetsPage::visiblePositions() const {
 
 void DatasetsPage::fitColumns() {
   const QSize cell = delegate_->sizeHint({}, {});
-  view_->horizontalHeader()->setDefaultSectionSize(cell.width());
-  view_->verticalHeader()->setDefaultSectionSize(cell.height());
   const int columns = std::max(1, view_->viewport()->width() / cell.width());
+  // The cells share the width: no empty band at the right.
+  view_->horizontalHeader()->setDefaultSectionSize(std::max(cell.width(), view_->viewport()->width() / columns));
+  view_->verticalHeader()->setDefaultSectionSize(cell.height());
   if (columns == model_->columns()) return;
   // Keep the selected image selected, wherever its cell moves.
   const int position = view_->currentIndex().isValid() ? model_->positionOf(view_->currentIndex()) : -1;
