@@ -11,11 +11,15 @@
 #include <QTableView>
 #include <QPushButton>
 #include <QScrollBar>
+#include <QComboBox>
+#include <QSpinBox>
 #include <QTabWidget>
+#include <QTextBrowser>
 #include <QTemporaryDir>
 #include <QtTest>
 
 #include "datasets/datasetspage.h"
+#include "expnet/decode/captioner.h"
 #include "datasets/imagegridmodel.h"
 #include "shell/studiocontext.h"
 #include "support/fixtures.h"
@@ -165,6 +169,50 @@ class TestDatasetsPage : public QObject {
     for (auto it = rows.begin(); it != rows.end(); ++it)
       QVERIFY2(qAbs(perImage[it.key()].toObject()["CIDEr"].toDouble() - it.value().value(4).toDouble()) < 1e-6,
                qPrintable(it.key()));
+  }
+
+  // Two evaluations of one split (greedy and beam 3) side by side for an image;
+  // "Caption with the loaded model" captions it as `expnet caption` does.
+  void compareEvaluationsAndCaptionOneImage() {
+    StudioContext context;
+    DatasetsPage page(&context);
+    QVERIFY(openShapes(page));
+    page.findChild<QSpinBox*>("evalBeam")->setValue(1);
+    page.evaluate("demo", "val", 0);
+    QVERIFY(waitIdle(page));
+    page.findChild<QSpinBox*>("evalBeam")->setValue(3);
+    page.evaluate("demo", "val", 0);
+    QVERIFY(waitIdle(page));
+    const QJsonArray evaluations = page.describe()["evaluation"].toObject()["evaluations"].toArray();
+    QVERIFY(evaluations.size() >= 2);
+    auto* compared = page.findChild<QComboBox*>("evalCompared");
+    const qint64 greedy = [&] {
+      for (const auto& e : evaluations)
+        if (e.toObject()["options"].toString().contains("\"search\":\"greedy\"")) return e.toObject()["id"].toInteger();
+      return qint64(0);
+    }();
+    QVERIFY2(greedy != 0, "no greedy evaluation listed");
+    compared->setCurrentIndex(compared->findData(greedy));
+    emit compared->activated(compared->currentIndex());
+    const bool shown = expnet_test::waitUntil([&] {
+      return page.findChild<QTextBrowser*>("imageDetailText")->toPlainText().contains("Compared evaluation");
+    }, 20000);
+    QVERIFY2(shown, qPrintable(page.describe()["sort"].toString() + " shown " +
+                               QString::number(page.describe()["evaluation"].toObject()["shown"].toInteger()) + " " +
+                               QJsonDocument(page.describe()["items"].toArray()).toJson().left(600) +
+                               page.findChild<QTextBrowser*>("imageDetailText")->toPlainText()));
+    // The selected image captioned with the model the Caption page would have loaded.
+    context.setCaptioner(expnet::Captioner::load({"demo", "", ""}));
+    context.setModelName("built-in demo model");
+    const QString file = page.describe()["detail"].toObject()["file"].toString();
+    page.findChild<QPushButton*>("captionImage")->click();
+    QVERIFY(expnet_test::waitUntil([&] {
+      const QString c = page.describe()["detail"].toObject()["loaded_model_caption"].toString();
+      return !c.isEmpty() && c != "captioning…";
+    }, 60000));
+    const auto cli = expnet_test::runProcess(expnet_test::cliPath(), {"caption", "--model", "demo", "--json", file});
+    const QString expected = QJsonDocument::fromJson(cli.out.trimmed()).object()["captions"].toArray()[0].toObject()["text"].toString();
+    QCOMPARE(page.describe()["detail"].toObject()["loaded_model_caption"].toString(), expected);
   }
 
   // A broken dataset file says where and why; a missing image gets a placeholder with the reason.

@@ -134,10 +134,11 @@ DatasetsPage::DatasetsPage(StudioContext* context, QWidget* parent)
     // Connected before asking, so the answer cannot pass unheard.
     connect(analysis_, &AnalysisWorker::evaluationsListed, this, [this, id] {
       evaluation_->selectEvaluation(id);
-      sortBox_->setCurrentIndex(2);  // worst first: where the model is wrong
+      sortBox_->setCurrentIndex(2);  // worst first: where the model is wrong, the worst image selected
+      detail_->clear();
       setSort(expnet::IndexSort::score_ascending);
     }, Qt::SingleShotConnection);
-    QMetaObject::invokeMethod(analysis_, [a = analysis_, db = evaluationDb()] { a->listEvaluations(db); }, Qt::QueuedConnection);
+    requestEvaluations();
     updateState();
   });
   connect(analysis_, &AnalysisWorker::evaluationFailed, this, [this](const QString& error) {
@@ -146,11 +147,13 @@ DatasetsPage::DatasetsPage(StudioContext* context, QWidget* parent)
   });
   connect(analysis_, &AnalysisWorker::evaluationCancelled, this, [this](int done) {
     evaluation_->showEnded(QStringLiteral("Cancelled after %1 images; Evaluate again resumes from there").arg(done), false);
-    QMetaObject::invokeMethod(analysis_, [a = analysis_, db = evaluationDb()] { a->listEvaluations(db); }, Qt::QueuedConnection);
+    requestEvaluations();
     updateState();
   });
   connect(analysis_, &AnalysisWorker::evaluationsListed, this, [this](const QString& db, const QJsonArray& list) {
+    listsPending_ = std::max(0, listsPending_ - 1);
     if (db == evaluationDb()) evaluation_->setEvaluations(list);
+    updateState();
   });
   connect(analysis_, &AnalysisWorker::evaluationLoaded, this, [this](qint64 id, const QJsonObject& samples) {
     if (id != evaluation_->comparedId()) return;
@@ -337,7 +340,7 @@ QWidget* DatasetsPage::buildBrowse() {
   connect(view_->selectionModel(), &QItemSelectionModel::currentChanged, this, &DatasetsPage::showSelected);
   connect(model_, &QAbstractItemModel::dataChanged, this, [this](const QModelIndex& first, const QModelIndex& last) {
     const QModelIndex current = view_->currentIndex();
-    if (current.isValid() && current.row() >= first.row() && current.row() <= last.row() && detail_->cocoid() == 0)
+    if (current.isValid() && current.row() >= first.row() && current.row() <= last.row() && !detail_->hasItem())
       showSelected();
   });
   return centre_;
@@ -395,9 +398,14 @@ void DatasetsPage::onOpened(const QString& dataset, const QString& indexPath, bo
   statsPending_ = true;
   stats_->showMessage(QStringLiteral("Computing the statistics…"));
   QMetaObject::invokeMethod(analysis_, [a = analysis_, d = dataset_] { a->computeStats(d, 5); }, Qt::QueuedConnection);
-  QMetaObject::invokeMethod(analysis_, [a = analysis_, db = evaluationDb()] { a->listEvaluations(db); }, Qt::QueuedConnection);
+  requestEvaluations();
   runQuery();
   emit datasetOpened();
+}
+
+void DatasetsPage::requestEvaluations() {
+  ++listsPending_;
+  QMetaObject::invokeMethod(analysis_, [a = analysis_, db = evaluationDb()] { a->listEvaluations(db); }, Qt::QueuedConnection);
 }
 
 QString DatasetsPage::evaluationDb() const {
@@ -432,8 +440,16 @@ void DatasetsPage::onPage(int generation, int page, const QVector<GridItem>& ite
   if (page == 0 && total >= 0) {
     firstPagePending_ = false;
     const qint64 selected = detail_->cocoid();
+    const bool hadItem = detail_->hasItem();
     model_->reset(generation, total);
-    if (selected == 0 && total > 0) view_->setCurrentIndex(model_->indexOf(0));
+    model_->addPage(generation, page, items);
+    // The image shown stays selected when it is on the first page, else the first image is.
+    int position = 0;
+    for (int i = 0; hadItem && i < items.size(); ++i)
+      if (items[i].cocoid == selected) position = i;
+    if (total > 0) view_->setCurrentIndex(model_->indexOf(position));
+    showSelected();
+    return updateState();
   }
   model_->addPage(generation, page, items);
   updateState();
@@ -560,7 +576,7 @@ bool DatasetsPage::gridFilled() const {
 }
 
 bool DatasetsPage::isBusy() const {
-  if (opening_ || statsPending_ || evaluation_->running() || evaluationWanted_) return true;
+  if (opening_ || statsPending_ || evaluation_->running() || evaluationWanted_ || listsPending_ > 0) return true;
   return !indexPath_.isEmpty() && !gridFilled();
 }
 

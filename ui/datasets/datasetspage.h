@@ -82,6 +82,7 @@ class DatasetsPage : public StudioPage {
   void startEvaluation();
   void updateState();
   GridQuery query() const;
+  void requestEvaluations();  // the store's list, for the evaluation panel
   QVector<int> visiblePositions() const;  // the images on screen, by position in the query's order
   void fitColumns();                     // as many cells to a row as the view's width holds
 
@@ -98,6 +99,7 @@ class DatasetsPage : public StudioPage {
   bool opening_ = false, statsPending_ = false, evaluationWanted_ = false;
   int generation_ = 0;
   bool firstPagePending_ = false;
+  int listsPending_ = 0;  // evaluation lists asked for and not yet come
   qint64 indexDone_ = 0, indexTotal_ = 0;
   double openSeconds_ = 0;
   bool built_ = false;

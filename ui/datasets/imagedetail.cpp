@@ -73,7 +73,7 @@ void ImageDetail::clear() {
 }
 
 void ImageDetail::setCaptionEnabled(bool enabled, const QString& why) {
-  caption_->setEnabled(enabled && item_.cocoid != 0);
+  caption_->setEnabled(enabled && hasItem());
   caption_->setToolTip(why);
 }
 
@@ -100,7 +100,7 @@ void ImageDetail::showItem(const GridItem& item, const QString& words, const Gri
 
 void ImageDetail::render() {
   const GridItem& item = item_;
-  const GridItem* other = other_.cocoid != 0 ? &other_ : nullptr;
+  const GridItem* other = other_.evaluated ? &other_ : nullptr;
   const QString& words = words_;
   const Theme theme = Theme::current();
   QString html = QStringLiteral("<p><b>References</b></p><ol>");
@@ -144,7 +144,7 @@ void ImageDetail::resizeEvent(QResizeEvent* event) {
 }
 
 QJsonObject ImageDetail::describe() const {
-  if (item_.cocoid == 0 && item_.file.isEmpty()) return {};
+  if (!hasItem()) return {};
   QJsonObject out{{"cocoid", item_.cocoid}, {"file", item_.file}, {"split", item_.split},
                   {"references", QJsonArray::fromStringList(item_.references)},
                   {"image_loaded", !image_.isNull()}};

@@ -27,6 +27,7 @@ class ImageDetail : public QWidget {
   void clear();
   void showModelCaption(const QString& caption);  // from "Caption with the loaded model"
   void setCaptionEnabled(bool enabled, const QString& why);
+  bool hasItem() const { return !item_.file.isEmpty(); }  // (ids may be 0)
   qint64 cocoid() const { return item_.cocoid; }
   QString file() const { return item_.file; }
   QJsonObject describe() const;
@@ -43,7 +44,7 @@ class ImageDetail : public QWidget {
   void render();
 
   GridItem item_;
-  GridItem other_;  // cocoid 0: no second evaluation
+  GridItem other_;  // !other_.evaluated: no second evaluation
   QString words_;
   QImage image_;
   QString imageError_;
