@@ -11,8 +11,6 @@
 #include <QJsonArray>
 #include <QLabel>
 #include <QLineEdit>
-#include <QHeaderView>
-#include <QTableView>
 #include <QProgressBar>
 #include <QPushButton>
 #include <QScrollBar>
@@ -31,7 +29,7 @@
 #include "datasets/evaluationpanel.h"
 #include "datasets/imagedetail.h"
 #include "datasets/imagegridmodel.h"
-#include "datasets/thumbnaildelegate.h"
+#include "datasets/thumbnailgrid.h"
 #include "datasets/thumbnailloader.h"
 #include "expnet/metrics/sample_evaluation.h"
 #include "common/theme.h"
@@ -289,9 +287,7 @@ QWidget* DatasetsPage::buildTopBar() {
   connect(searchBox_, &QLineEdit::returnPressed, this, [this] { setSearch(searchBox_->text()); });
   connect(sortBox_, &QComboBox::activated, this, [this](int index) { setSort(static_cast<expnet::IndexSort>(index)); });
   connect(zoom_, &QSlider::valueChanged, this, [this](int size) {
-    view_->setIconSize(QSize(size, size));
-    delegate_->setSizes(QSize(size + 24, size + 30), QSize(size, size));
-    fitColumns();
+    view_->setThumbnailSize(size);
   });
   return bar;
 }
@@ -305,26 +301,7 @@ QWidget* DatasetsPage::buildBrowse() {
                                        "cache; the grid then pages through any number of images."),
                         HintLabel::Kind::Panel);
   centre_->addWidget(hint_);
-  // A table `columns` cells wide: its layout costs nothing per image, where a
-  // wrapping list view lays out all 123,287 of a COCO-sized set at once.
-  view_ = new QTableView;
-  view_->setObjectName(QStringLiteral("imageGrid"));
-  view_->setModel(model_);
-  view_->horizontalHeader()->hide();
-  view_->verticalHeader()->hide();
-  view_->horizontalHeader()->setSectionResizeMode(QHeaderView::Fixed);
-  view_->verticalHeader()->setSectionResizeMode(QHeaderView::Fixed);
-  view_->setShowGrid(false);
-  view_->setSelectionMode(QAbstractItemView::SingleSelection);
-  view_->setSelectionBehavior(QAbstractItemView::SelectItems);
-  view_->setHorizontalScrollBarPolicy(Qt::ScrollBarAlwaysOff);
-  view_->setVerticalScrollMode(QAbstractItemView::ScrollPerPixel);
-  view_->setTextElideMode(Qt::ElideMiddle);
-  view_->setWordWrap(false);
-  view_->setItemDelegate(delegate_ = new ThumbnailDelegate(view_));
-  view_->viewport()->installEventFilter(this);
-  view_->setIconSize(QSize(112, 112));
-  delegate_->setSizes(QSize(136, 142), QSize(112, 112));
+  view_ = new ThumbnailGrid(model_);
   auto* side = new QWidget;
   auto* sideLayout = new QVBoxLayout(side);
   sideLayout->setContentsMargins(0, 0, 0, 0);
@@ -447,7 +424,7 @@ void DatasetsPage::onPage(int generation, int page, const QVector<GridItem>& ite
     int position = 0;
     for (int i = 0; hadItem && i < items.size(); ++i)
       if (items[i].cocoid == selected) position = i;
-    if (total > 0) view_->setCurrentIndex(model_->indexOf(position));
+    if (total > 0) view_->setCurrentPosition(position);
     showSelected();
     return updateState();
   }
@@ -474,8 +451,7 @@ void DatasetsPage::setSort(expnet::IndexSort sort) {
 }
 
 void DatasetsPage::showSelected() {
-  if (!view_->currentIndex().isValid()) return;
-  const GridItem* item = model_->item(model_->positionOf(view_->currentIndex()));
+  const GridItem* item = model_->item(view_->currentPosition());
   if (!item) return;
   detail_->showItem(*item, search_, compared_.contains(item->cocoid) ? &compared_[item->cocoid] : nullptr);
   detail_->setCaptionEnabled(context_->captioner() != nullptr,
@@ -536,41 +512,9 @@ void DatasetsPage::updateState() {
   if (evaluationWanted_ && !indexPath_.isEmpty()) startEvaluation();
 }
 
-QVector<int> DatasetsPage::visiblePositions() const {
-  QVector<int> positions;
-  const int height = view_->viewport()->height();
-  int first = view_->rowAt(0), last = view_->rowAt(height - 1);
-  if (first < 0) return positions;
-  if (last < 0) last = model_->rowCount() - 1;
-  for (int row = first; row <= last; ++row)
-    for (int column = 0; column < model_->columns(); ++column) {
-      const int position = row * model_->columns() + column;
-      if (position < model_->total()) positions << position;
-    }
-  return positions;
-}
-
-void DatasetsPage::fitColumns() {
-  const QSize cell = delegate_->sizeHint({}, {});
-  const int columns = std::max(1, view_->viewport()->width() / cell.width());
-  // The cells share the width: no empty band at the right.
-  view_->horizontalHeader()->setDefaultSectionSize(std::max(cell.width(), view_->viewport()->width() / columns));
-  view_->verticalHeader()->setDefaultSectionSize(cell.height());
-  if (columns == model_->columns()) return;
-  // Keep the selected image selected, wherever its cell moves.
-  const int position = view_->currentIndex().isValid() ? model_->positionOf(view_->currentIndex()) : -1;
-  model_->setColumns(columns);
-  if (position >= 0) view_->setCurrentIndex(model_->indexOf(position));
-}
-
-bool DatasetsPage::eventFilter(QObject* watched, QEvent* event) {
-  if (watched == view_->viewport() && event->type() == QEvent::Resize) fitColumns();
-  return StudioPage::eventFilter(watched, event);
-}
-
 bool DatasetsPage::gridFilled() const {
   if (opening_ || firstPagePending_ || indexPath_.isEmpty()) return false;
-  for (const int position : visiblePositions())
+  for (const int position : view_->visiblePositions())
     if (!model_->item(position) || model_->thumbnailPending(position)) return false;
   return true;
 }
@@ -582,7 +526,7 @@ bool DatasetsPage::isBusy() const {
 
 QJsonObject DatasetsPage::describe() const {
   QJsonArray items;
-  for (const int position : visiblePositions()) {
+  for (const int position : view_->visiblePositions()) {
     const GridItem* item = model_->item(position);
     if (!item) continue;
     QJsonObject entry{{"cocoid", item->cocoid},

@@ -16,7 +16,6 @@
 class QComboBox;
 class QLabel;
 class QLineEdit;
-class QTableView;
 class QProgressBar;
 class QPushButton;
 class QSlider;
@@ -29,7 +28,7 @@ class HintLabel;
 class ImageDetail;
 class ImageGridModel;
 class StudioContext;
-class ThumbnailDelegate;
+class ThumbnailGrid;
 class ThumbnailLoader;
 
 class DatasetsPage : public StudioPage {
@@ -66,7 +65,6 @@ class DatasetsPage : public StudioPage {
   void datasetOpened();
 
  protected:
-  bool eventFilter(QObject* watched, QEvent* event) override;  // the grid's resizes
   // A dataset file or folder dropped anywhere on the page opens it.
   void dragEnterEvent(QDragEnterEvent* event) override;
   void dropEvent(QDropEvent* event) override;
@@ -83,8 +81,6 @@ class DatasetsPage : public StudioPage {
   void updateState();
   GridQuery query() const;
   void requestEvaluations();  // the store's list, for the evaluation panel
-  QVector<int> visiblePositions() const;  // the images on screen, by position in the query's order
-  void fitColumns();                     // as many cells to a row as the view's width holds
 
   StudioContext* context_;
   QThread indexThread_, thumbThread_, analysisThread_;
@@ -120,8 +116,7 @@ class DatasetsPage : public StudioPage {
   QTabWidget* tabs_;
   QStackedWidget* centre_;
   HintLabel* hint_;
-  QTableView* view_;
-  ThumbnailDelegate* delegate_;
+  ThumbnailGrid* view_;
   ImageDetail* detail_;
   EvaluationPanel* evaluation_;
   DatasetStats* stats_;
