@@ -19,12 +19,14 @@
 #include <QtTest>
 
 #include "datasets/datasetspage.h"
+#include "datasets/evaluationpanel.h"
 #include "expnet/decode/captioner.h"
 #include "datasets/imagegridmodel.h"
 #include "shell/studiocontext.h"
 #include "support/fixtures.h"
 #include "support/page_driving.h"
 #include "support/studio_screenshot.h"
+#include "support/tiny_reference.h"
 
 namespace {
 bool waitIdle(const DatasetsPage& page) {
@@ -213,6 +215,35 @@ class TestDatasetsPage : public QObject {
     const auto cli = expnet_test::runProcess(expnet_test::cliPath(), {"caption", "--model", "demo", "--json", file});
     const QString expected = QJsonDocument::fromJson(cli.out.trimmed()).object()["captions"].toArray()[0].toObject()["text"].toString();
     QCOMPARE(page.describe()["detail"].toObject()["loaded_model_caption"].toString(), expected);
+  }
+
+  // An authors'-format checkpoint with its config and vocabulary: the captions
+  // are `expnet caption --model CONFIG --checkpoint C --vocab V`'s.
+  void evaluatesAnAuthorsCheckpoint() {
+    QString model, checkpoint, vocab, image;
+    EXPNET_TINY_REFERENCE(model, checkpoint, vocab, image);
+    StudioContext context;
+    DatasetsPage page(&context);
+    QVERIFY(openShapes(page));
+    page.findChild<EvaluationPanel*>("evaluationPanel")->setReferenceFiles(model, vocab);
+    page.findChild<QSpinBox*>("evalBeam")->setValue(1);
+    page.evaluate(checkpoint, "test", 3);
+    QVERIFY(waitIdle(page));
+    const QString state = page.describe()["evaluation"].toObject()["state"].toString();
+    QVERIFY2(state.startsWith("Evaluation #"), qPrintable(state));
+    const QJsonArray items = page.describe()["items"].toArray();
+    int checked = 0;
+    for (const auto& item : items) {
+      const QJsonObject i = item.toObject();
+      if (!i.contains("caption")) continue;
+      const auto r = cli({"caption", "--model", model, "--checkpoint", checkpoint, "--vocab", vocab, "--search", "greedy",
+                          "--json", i["file"].toString()});
+      QVERIFY2(r.exitCode == 0, r.err.constData());
+      QCOMPARE(i["caption"].toString(),
+               QJsonDocument::fromJson(r.out.trimmed()).object()["captions"].toArray()[0].toObject()["text"].toString());
+      ++checked;
+    }
+    QCOMPARE(checked, 3);
   }
 
   // A broken dataset file says where and why; a missing image gets a placeholder with the reason.

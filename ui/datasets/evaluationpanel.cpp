@@ -34,7 +34,15 @@ EvaluationPanel::EvaluationPanel(QWidget* parent) : QGroupBox(QStringLiteral("Pe
   model_->setToolTip(QStringLiteral("A built-in model, or a checkpoint of ours (.pth; …)"));
   auto* browse = new BrowseButton(model_, QStringLiteral("Choose a checkpoint"),
                                   QStringLiteral("Checkpoints (*.pth *.pt);;All files (*)"));
+  config_ = new QComboBox;
+  config_->setObjectName(QStringLiteral("evalConfig"));
+  config_->setEditable(true);
+  config_->addItems({QString(), QStringLiteral("official"), QStringLiteral("small"), QStringLiteral("tiny")});
+  config_->setToolTip(QStringLiteral("For the authors' checkpoints (rf_model.pth): the model preset or a config JSON; "
+                                     "empty for checkpoints of ours, which carry it"));
+  config_->lineEdit()->setPlaceholderText(QStringLiteral("config, if not in it"));
   vocab_ = new QLineEdit;
+  vocab_->setObjectName(QStringLiteral("evalVocab"));
   vocab_->setPlaceholderText(QStringLiteral("vocabulary, if not in the checkpoint"));
   beam_ = integerField(QStringLiteral("evalBeam"), 1, 16, 3, QStringLiteral("greedy"),
                        QStringLiteral("Beam width (1 = greedy); part of the evaluation's key"));
@@ -63,7 +71,10 @@ EvaluationPanel::EvaluationPanel(QWidget* parent) : QGroupBox(QStringLiteral("Pe
 
   auto* form = new QFormLayout(this);
   form->addRow(QStringLiteral("Model:"), browse->row());
-  form->addRow(QString(), vocab_);
+  auto* reference = new QHBoxLayout;
+  reference->addWidget(config_, 1);
+  reference->addWidget(vocab_, 2);
+  form->addRow(QString(), reference);
   auto* row = new QHBoxLayout;
   row->addWidget(new HintLabel(QStringLiteral("Beam:")));
   row->addWidget(beam_);
@@ -94,10 +105,12 @@ EvaluationJob EvaluationPanel::job() const {
   EvaluationJob job;
   const QString model = model_->currentText().trimmed();
   // A built-in name stands alone; anything else is a checkpoint file.
-  if (model.endsWith(QStringLiteral(".pth")) || model.endsWith(QStringLiteral(".pt")) || model.contains(QLatin1Char('/')))
+  if (model.endsWith(QStringLiteral(".pth")) || model.endsWith(QStringLiteral(".pt")) || model.contains(QLatin1Char('/'))) {
     job.checkpoint = model;
-  else
+    job.model = config_->currentText().trimmed();  // empty: the checkpoint carries its config
+  } else {
     job.model = model;
+  }
   job.vocab = vocab_->text().trimmed();
   job.split = split_->currentText();
   job.limit = limit_->value();
@@ -109,6 +122,11 @@ void EvaluationPanel::setJob(const QString& model, const QString& split, int lim
   model_->setCurrentText(model);
   split_->setCurrentText(split);
   limit_->setValue(limit);
+}
+
+void EvaluationPanel::setReferenceFiles(const QString& config, const QString& vocab) {
+  config_->setCurrentText(config);
+  vocab_->setText(vocab);
 }
 
 void EvaluationPanel::setEvaluations(const QJsonArray& evaluations) {

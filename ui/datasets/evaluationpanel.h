@@ -26,6 +26,8 @@ class EvaluationPanel : public QGroupBox {
   // The job the fields describe (dataset and store filled by the page).
   EvaluationJob job() const;
   void setJob(const QString& model, const QString& split, int limit);
+  // An authors'-format checkpoint: its config (a preset or JSON) and vocabulary.
+  void setReferenceFiles(const QString& config, const QString& vocab);
   void setEvaluations(const QJsonArray& evaluations);  // newest first
   void selectEvaluation(qint64 id);
   qint64 evaluationId() const;
@@ -46,6 +48,7 @@ class EvaluationPanel : public QGroupBox {
 
  private:
   QComboBox* model_;
+  QComboBox* config_;  // an authors' checkpoint's preset or config JSON
   QLineEdit* vocab_;
   QSpinBox* beam_;
   QComboBox* split_;
