@@ -11,6 +11,7 @@
 #include <QTableView>
 #include <QPushButton>
 #include <QScrollBar>
+#include <QSettings>
 #include <QComboBox>
 #include <QSpinBox>
 #include <QTabWidget>
@@ -244,6 +245,33 @@ class TestDatasetsPage : public QObject {
       ++checked;
     }
     QCOMPARE(checked, 3);
+  }
+
+  // The last dataset, split and sort come back (QSettings) and the dataset opens at the first show.
+  void settingsComeBack() {
+    QCoreApplication::setOrganizationName("expnet-test");  // not the user's settings
+    QSettings().clear();
+    {
+      StudioContext context;
+      DatasetsPage page(&context);
+      QVERIFY(openShapes(page));
+      page.setSplit("val");
+      page.setSort(expnet::IndexSort::caption_length);
+      QVERIFY(waitIdle(page));
+      page.saveSettings();
+    }
+    StudioContext context;
+    DatasetsPage page(&context);
+    page.restoreSettings();
+    QVERIFY(page.indexPath().isEmpty());  // nothing opened before the page is shown
+    page.show();
+    QVERIFY(waitIdle(page));
+    const QJsonObject d = page.describe();
+    QCOMPARE(d["dataset"].toString(), QFileInfo(shapes_).absoluteFilePath());
+    QCOMPARE(d["split"].toString(), QString("val"));
+    QCOMPARE(d["sort"].toString(), QString("caption length"));
+    QVERIFY(d["total"].toInteger() > 0);
+    QSettings().clear();
   }
 
   // A broken dataset file says where and why; a missing image gets a placeholder with the reason.

@@ -14,12 +14,15 @@
 #include <QProgressBar>
 #include <QPushButton>
 #include <QScrollBar>
+#include <QSettings>
 #include <QSlider>
 #include <QSplitter>
 #include <QStackedWidget>
 #include <QTabWidget>
 #include <QToolButton>
 #include <QVBoxLayout>
+
+#include <utility>
 
 #include "common/actionbutton.h"
 #include "common/formfields.h"
@@ -333,6 +336,37 @@ void DatasetsPage::dropEvent(QDropEvent* event) {
   event->acceptProposedAction();
 }
 
+void DatasetsPage::restoreSettings() {
+  QSettings s;
+  s.beginGroup(QStringLiteral("datasets"));
+  zoom_->setValue(s.value(QStringLiteral("zoom"), zoom_->value()).toInt());
+  const QString split = s.value(QStringLiteral("split"), QStringLiteral("all")).toString();
+  split_ = split == QStringLiteral("all") ? QString() : split;
+  splitBox_->setCurrentText(split);
+  const int sort = s.value(QStringLiteral("sort"), 0).toInt();
+  if (sort >= 0 && sort < kSorts.size()) sort_ = static_cast<expnet::IndexSort>(sort);
+  sortBox_->setCurrentIndex(static_cast<int>(sort_));
+  remembered_ = dataset_.isEmpty() ? s.value(QStringLiteral("dataset")).toString() : QString();
+  path_->setText(dataset_.isEmpty() ? remembered_ : dataset_);
+  if (isVisible() && !remembered_.isEmpty() && QFileInfo::exists(remembered_))
+    openDataset(std::exchange(remembered_, QString()));
+}
+
+void DatasetsPage::saveSettings() const {
+  QSettings s;
+  s.beginGroup(QStringLiteral("datasets"));
+  s.setValue(QStringLiteral("zoom"), zoom_->value());
+  s.setValue(QStringLiteral("split"), split_.isEmpty() ? QStringLiteral("all") : split_);
+  s.setValue(QStringLiteral("sort"), static_cast<int>(sort_));
+  s.setValue(QStringLiteral("dataset"), openError_.isEmpty() ? dataset_ : QString());
+}
+
+void DatasetsPage::showEvent(QShowEvent* event) {
+  StudioPage::showEvent(event);
+  // The index is cached: reopening costs a query, the statistics a background read.
+  if (!remembered_.isEmpty() && QFileInfo::exists(remembered_)) openDataset(std::exchange(remembered_, QString()));
+}
+
 void DatasetsPage::openDatasetDialog() {
   const QString file = QFileDialog::getOpenFileName(this, QStringLiteral("Open a dataset"), dataset_,
                                                     QStringLiteral("Datasets (*.json *.jsonl *.csv);;All files (*)"));
@@ -341,6 +375,7 @@ void DatasetsPage::openDatasetDialog() {
 
 void DatasetsPage::openDataset(const QString& path) {
   if (path.isEmpty() || opening_) return;
+  remembered_.clear();  // what the user opens now wins over the last session's
   dataset_ = QFileInfo(path).absoluteFilePath();
   path_->setText(dataset_);
   opening_ = true;

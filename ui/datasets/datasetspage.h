@@ -41,6 +41,9 @@ class DatasetsPage : public StudioPage {
   bool isBusy() const override;
   QString pageId() const override { return QStringLiteral("datasets"); }
   QString title() const override { return QStringLiteral("Datasets"); }
+  // The last dataset (opened again when the page is first shown), split, sort and zoom.
+  void restoreSettings() override;
+  void saveSettings() const override;
 
   ImageGridModel* grid() const { return model_; }
   // The rows on screen and their thumbnails (or their errors) have come.
@@ -65,6 +68,7 @@ class DatasetsPage : public StudioPage {
   void datasetOpened();
 
  protected:
+  void showEvent(QShowEvent* event) override;  // opens the remembered dataset, once
   // A dataset file or folder dropped anywhere on the page opens it.
   void dragEnterEvent(QDragEnterEvent* event) override;
   void dropEvent(QDropEvent* event) override;
@@ -96,6 +100,7 @@ class DatasetsPage : public StudioPage {
   int generation_ = 0;
   bool firstPagePending_ = false;
   int listsPending_ = 0;  // evaluation lists asked for and not yet come
+  QString remembered_;    // the dataset of the last session, opened at the first show
   qint64 indexDone_ = 0, indexTotal_ = 0;
   double openSeconds_ = 0;
   bool built_ = false;
