@@ -41,14 +41,9 @@ void AnalysisWorker::computeStats(const QString& dataset, int minCount) {
       histogram.insert(QString::number(length), static_cast<qint64>(count));
     QJsonArray top;
     for (const auto& [word, count] : stats.top_words) top.append(QJsonArray{QString::fromStdString(word), static_cast<qint64>(count)});
-    // Vocabulary size for every min count from one pass over the training words.
-    const auto counts = expnet::build_vocabulary(data, 1).counts;
     QJsonObject byMinCount;
-    for (int m = 1; m <= 20; ++m) {
-      qint64 kept = 0;
-      for (const auto& entry : counts) kept += entry.second >= m ? 1 : 0;
-      byMinCount.insert(QString::number(m), kept + 4);  // + PAD, SOS, EOS, UNK
-    }
+    for (const auto& [m, size] : stats.vocabulary_size_by_min_count)
+      byMinCount.insert(QString::number(m), static_cast<qint64>(size));
     emit statsReady(dataset, {{"images", static_cast<qint64>(stats.images)},
                               {"captions", static_cast<qint64>(stats.captions)},
                               {"images_per_split", countsJson(stats.images_per_split)},

@@ -198,12 +198,7 @@ DatasetsPage::DatasetsPage(StudioContext* context, QWidget* parent)
     QMetaObject::invokeMethod(analysis_, [a = analysis_, file, c = context_->captioner()] { a->captionImage(file, c); },
                               Qt::QueuedConnection);
   });
-  const auto modelState = [this] {
-    detail_->setCaptionEnabled(context_->captioner() != nullptr,
-                               context_->captioner() ? QStringLiteral("Caption this image with %1").arg(context_->modelName())
-                                                     : QStringLiteral("Load a model on the Caption page first"));
-  };
-  connect(context_, &StudioContext::modelChanged, this, modelState);
+  connect(context_, &StudioContext::modelChanged, this, &DatasetsPage::updateCaptionButton);
   searchDebounce_.setSingleShot(true);
   searchDebounce_.setInterval(250);
   connect(&searchDebounce_, &QTimer::timeout, this, [this] { setSearch(searchBox_->text()); });
@@ -489,6 +484,10 @@ void DatasetsPage::showSelected() {
   const GridItem* item = model_->item(view_->currentPosition());
   if (!item) return;
   detail_->showItem(*item, search_, compared_.contains(item->cocoid) ? &compared_[item->cocoid] : nullptr);
+  updateCaptionButton();
+}
+
+void DatasetsPage::updateCaptionButton() {
   detail_->setCaptionEnabled(context_->captioner() != nullptr,
                              context_->captioner() ? QStringLiteral("Caption this image with %1").arg(context_->modelName())
                                                    : QStringLiteral("Load a model on the Caption page first"));

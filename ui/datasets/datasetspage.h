@@ -81,6 +81,7 @@ class DatasetsPage : public StudioPage {
                 const QJsonObject& meta);
   void onPage(int generation, int page, const QVector<GridItem>& items, qint64 total);
   void showSelected();
+  void updateCaptionButton();  // enabled with the Caption page's model, else says to load one
   void startEvaluation();
   void updateState();
   GridQuery query() const;

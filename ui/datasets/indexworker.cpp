@@ -54,7 +54,7 @@ void IndexWorker::fetch(int generation, const GridQuery& query, int page, int pa
     for (const auto& image : result.images) {
       GridItem item;
       item.cocoid = image.cocoid;
-      item.file = QString::fromStdString(index_->image_path(image.cocoid));
+      item.file = QString::fromStdString(index_->image_path(image));
       item.name = QString::fromStdString(image.filename);
       item.split = QString::fromStdString(image.split);
       item.width = image.width;
@@ -82,7 +82,7 @@ void IndexWorker::exportCsv(const GridQuery& query, const QString& file) {
     for (int page = 0;; ++page) {
       const auto result = index_->query(toIndexQuery(query, page, kChunk, false));
       for (const auto& image : result.images) {
-        out += QStringList{QString::number(image.cocoid), csvField(QString::fromStdString(index_->image_path(image.cocoid))),
+        out += QStringList{QString::number(image.cocoid), csvField(QString::fromStdString(index_->image_path(image))),
                            QString::fromStdString(image.split), csvField(QString::fromStdString(image.model_caption)),
                            image.evaluated ? QString::number(image.cider_d, 'g', 8) : QString(),
                            image.evaluated ? QString::number(image.bleu4, 'g', 8) : QString()}

@@ -128,6 +128,23 @@ size_t Dataset::caption_count() const {
   return total;
 }
 
+std::vector<size_t> images_of_split(const Dataset& dataset, const std::string& split) {
+  const bool all = split == "all";
+  Split wanted = Split::Test;
+  try {
+    if (!all) wanted = parse_split(split);
+  } catch (const std::invalid_argument&) {
+    throw std::runtime_error(dataset.source + ": unknown split '" + split + "' (use train, restval, val, test or all)");
+  }
+  std::vector<size_t> out;
+  for (size_t i = 0; i < dataset.images.size(); ++i)
+    if (all || dataset.images[i].split == wanted) out.push_back(i);
+  if (out.empty())
+    throw std::runtime_error(dataset.source + ": no images in split '" + split +
+                             "' (splits: train, restval, val, test, or all)");
+  return out;
+}
+
 size_t Dataset::image_count(Split split) const {
   return static_cast<size_t>(std::count_if(images.begin(), images.end(), [split](const DatasetImage& i) { return i.split == split; }));
 }
@@ -339,6 +356,11 @@ DatasetStats compute_stats(const Dataset& dataset, int min_count, size_t top_wor
   stats.top_words = std::move(words);
   stats.distinct_training_words = static_cast<int64_t>(build.counts.size());
   stats.vocabulary_size = build.vocabulary.size();
+  const auto kept = [&build](int m) {
+    return std::count_if(build.counts.begin(), build.counts.end(), [m](const auto& entry) { return entry.second >= m; });
+  };
+  const int64_t specials = stats.vocabulary_size - kept(min_count);
+  for (int m = 1; m <= 20; ++m) stats.vocabulary_size_by_min_count[m] = kept(m) + specials;
   stats.training_coverage = build.total_tokens ? 1.0 - static_cast<double>(build.unk_tokens) / static_cast<double>(build.total_tokens) : 0.0;
   stats.eval_coverage = eval_tokens ? static_cast<double>(eval_known) / static_cast<double>(eval_tokens) : 0.0;
   return stats;

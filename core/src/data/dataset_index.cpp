@@ -21,15 +21,6 @@ namespace {
 
 std::string label(const std::string& path) { return "index '" + path + "'"; }
 
-// Thumbnails are blobs, which sqlite::Statement does not carry: a bare statement.
-using Prepared = std::unique_ptr<sqlite3_stmt, int (*)(sqlite3_stmt*)>;
-Prepared prepare(sqlite3* db, const std::string& path, const char* sql) {
-  sqlite3_stmt* stmt = nullptr;
-  if (sqlite3_prepare_v2(db, sql, -1, &stmt, nullptr) != SQLITE_OK)
-    throw std::runtime_error(label(path) + ": cannot prepare a query: " + sqlite3_errmsg(db));
-  return Prepared(stmt, sqlite3_finalize);
-}
-
 }  // namespace
 
 void DatasetIndex::CloseDatabase::operator()(sqlite3* db) const { sqlite3_close(db); }
@@ -53,6 +44,7 @@ DatasetIndex::DatasetIndex(const std::string& db_path) : path_(db_path) {
   if (version != std::to_string(kDatasetIndexVersion))
     throw std::runtime_error("index '" + db_path + "' has version " + version + ", this program reads version " +
                              std::to_string(kDatasetIndexVersion) + "; rebuild it with expnet dataset index");
+  image_root_ = meta("image_root");  // read once: a page of results asks for 100 paths
 }
 
 DatasetIndex::~DatasetIndex() = default;
@@ -74,21 +66,24 @@ std::string DatasetIndex::image_path(int64_t cocoid) const {
   sqlite::Statement s(db_.get(), label(path_), "SELECT filepath, filename FROM images WHERE cocoid = ?");
   s.bind(1, cocoid);
   if (!s.step()) throw std::runtime_error("index '" + path_ + "' has no image with id " + std::to_string(cocoid));
-  fs::path path(meta("image_root"));
-  if (!s.text(0).empty()) path /= s.text(0);
-  return (path / s.text(1)).string();
+  IndexedImage image;
+  image.filepath = s.text(0);
+  image.filename = s.text(1);
+  return image_path(image);
+}
+
+std::string DatasetIndex::image_path(const IndexedImage& image) const {
+  fs::path path(image_root_);
+  if (!image.filepath.empty()) path /= image.filepath;
+  return (path / image.filename).string();
 }
 
 std::vector<unsigned char> DatasetIndex::thumbnail(int64_t cocoid, int size, const ImageSource& source) {
   if (size < 8 || size > 1024) throw std::invalid_argument("thumbnail size must be between 8 and 1024 pixels");
   {
-    const Prepared cached = prepare(db_.get(), path_, "SELECT png FROM thumbnails WHERE cocoid = ?1 AND size = ?2");
-    sqlite3_bind_int64(cached.get(), 1, cocoid);
-    sqlite3_bind_int(cached.get(), 2, size);
-    if (sqlite3_step(cached.get()) == SQLITE_ROW) {
-      const auto* png = static_cast<const unsigned char*>(sqlite3_column_blob(cached.get(), 0));
-      return std::vector<unsigned char>(png, png + sqlite3_column_bytes(cached.get(), 0));
-    }
+    sqlite::Statement cached(db_.get(), label(path_), "SELECT png FROM thumbnails WHERE cocoid = ?1 AND size = ?2");
+    cached.bind(1, cocoid).bind(2, static_cast<int64_t>(size));
+    if (cached.step()) return cached.blob(0);
   }
   const std::string file = image_path(cocoid);
   const cv::Mat rgb = source(file);
@@ -101,12 +96,10 @@ std::vector<unsigned char> DatasetIndex::thumbnail(int64_t cocoid, int size, con
   cv::cvtColor(small, bgr, cv::COLOR_RGB2BGR);
   std::vector<unsigned char> png;
   cv::imencode(".png", bgr, png);
-  const Prepared store = prepare(db_.get(), path_, "INSERT OR REPLACE INTO thumbnails(cocoid, size, png) VALUES(?1, ?2, ?3)");
-  sqlite3_bind_int64(store.get(), 1, cocoid);
-  sqlite3_bind_int(store.get(), 2, size);
-  sqlite3_bind_blob(store.get(), 3, png.data(), static_cast<int>(png.size()), SQLITE_TRANSIENT);
-  if (sqlite3_step(store.get()) != SQLITE_DONE)
-    throw std::runtime_error(label(path_) + ": cannot store a thumbnail: " + sqlite3_errmsg(db_.get()) + "; check that the index file is writable");
+  sqlite::Statement store(db_.get(), label(path_) + " (thumbnails: check that the index file is writable)",
+                          "INSERT OR REPLACE INTO thumbnails(cocoid, size, png) VALUES(?1, ?2, ?3)");
+  store.bind(1, cocoid).bind(2, static_cast<int64_t>(size)).bind_blob(3, png.data(), png.size());
+  store.step();
   return png;
 }
 

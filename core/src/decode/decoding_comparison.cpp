@@ -168,24 +168,18 @@ ComparisonResult compare_decoding(const ComparisonModel& aic, const std::vector<
   return result;
 }
 
-void add_dataset_images(const std::string& dataset_path, const std::string& split_name, size_t limit,
+void add_dataset_images(const std::string& dataset_path, const std::string& split, size_t limit,
                         ComparisonRequest& request) {
   const Dataset dataset = load_dataset(dataset_path);
-  const bool all = split_name == "all";
-  const Split split = all ? Split::Test : parse_split(split_name);
-  size_t added = 0;
-  for (const auto& image : dataset.images) {
-    if (!all && image.split != split) continue;
-    if (limit > 0 && added >= limit) break;
+  auto indices = images_of_split(dataset, split);
+  if (limit > 0 && indices.size() > limit) indices.resize(limit);
+  for (const size_t i : indices) {
+    const auto& image = dataset.images[i];
     request.images.push_back(std::filesystem::absolute(dataset.image_path(image)).lexically_normal().string());
     std::vector<std::string> references;
     for (const auto& caption : image.captions) references.push_back(caption.raw);
     request.references.push_back(std::move(references));
-    ++added;
   }
-  if (added == 0)
-    throw std::runtime_error(dataset_path + ": no images in split '" + split_name +
-                             "' (splits: train, restval, val, test, or all)");
 }
 
 namespace {

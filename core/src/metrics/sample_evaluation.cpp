@@ -71,29 +71,16 @@ struct SplitImages {
   std::vector<size_t> images;  // indices into dataset.images
 };
 
-SplitImages split_images(const Dataset& dataset, const std::string& dataset_path, const std::string& split) {
+SplitImages split_images(const Dataset& dataset, const std::string& split) {
   SplitImages out;
-  const bool all = split == "all";
-  Split wanted = Split::Test;
-  try {
-    if (!all) wanted = parse_split(split);
-  } catch (const std::invalid_argument& e) {
-    throw std::runtime_error(dataset_path + ": " + e.what());
-  }
-  out.split = all ? "all" : split_name(wanted);
+  out.images = images_of_split(dataset, split);
+  out.split = split == "all" ? "all" : split_name(parse_split(split));
   std::unordered_map<int64_t, size_t> seen;
-  for (size_t i = 0; i < dataset.images.size(); ++i) {
-    const auto& image = dataset.images[i];
-    if (!all && image.split != wanted) continue;
+  for (const size_t i : out.images)
     // Samples are keyed by image id (as the dataset index keys images).
-    if (!seen.emplace(image.cocoid, i).second)
-      throw std::runtime_error(dataset.source + ": image id " + std::to_string(image.cocoid) +
+    if (!seen.emplace(dataset.images[i].cocoid, i).second)
+      throw std::runtime_error(dataset.source + ": image id " + std::to_string(dataset.images[i].cocoid) +
                                " stands twice; give every image its own id to evaluate it per image");
-    out.images.push_back(i);
-  }
-  if (out.images.empty())
-    throw std::runtime_error(dataset_path + ": no images in split '" + split +
-                             "' (splits: train, restval, val, test, or all)");
   return out;
 }
 
@@ -146,7 +133,7 @@ SampleEvaluation evaluate_samples(const SampleEvaluationRequest& request) {
     throw std::runtime_error("evaluation: no split given for " + request.dataset + " (train, restval, val, test, or all)");
   const EvaluatedModel model = load_model(request);
   const Dataset dataset = load_dataset(request.dataset);
-  const SplitImages split = split_images(dataset, request.dataset, request.split);
+  const SplitImages split = split_images(dataset, request.split);
   const size_t wanted = request.limit > 0 ? std::min(request.limit, split.images.size()) : split.images.size();
 
   SampleEvaluationStore store(request.db.empty() ? default_evaluation_db(request.dataset) : request.db,

@@ -40,6 +40,9 @@ Statement& Statement::bind(int i, const std::string& v) {
   return check(sqlite3_bind_text(stmt_, i, v.data(), static_cast<int>(v.size()), SQLITE_TRANSIENT));
 }
 Statement& Statement::bind_null(int i) { return check(sqlite3_bind_null(stmt_, i)); }
+Statement& Statement::bind_blob(int i, const void* data, size_t size) {
+  return check(sqlite3_bind_blob(stmt_, i, data, static_cast<int>(size), SQLITE_TRANSIENT));
+}
 
 bool Statement::step() {
   const int rc = sqlite3_step(stmt_);
@@ -60,6 +63,11 @@ bool Statement::is_null(int column) const { return sqlite3_column_type(stmt_, co
 std::string Statement::text(int column) const {
   const auto* p = reinterpret_cast<const char*>(sqlite3_column_text(stmt_, column));
   return p ? std::string(p, static_cast<size_t>(sqlite3_column_bytes(stmt_, column))) : std::string();
+}
+
+std::vector<unsigned char> Statement::blob(int column) const {
+  const auto* p = static_cast<const unsigned char*>(sqlite3_column_blob(stmt_, column));
+  return p ? std::vector<unsigned char>(p, p + sqlite3_column_bytes(stmt_, column)) : std::vector<unsigned char>();
 }
 
 Statement& Statement::check(int rc) {

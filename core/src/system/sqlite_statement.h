@@ -9,6 +9,7 @@
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <vector>
 
 struct sqlite3;
 struct sqlite3_stmt;
@@ -39,12 +40,14 @@ class Statement {
   Statement& bind(int i, double v);
   Statement& bind(int i, const std::string& v);
   Statement& bind_null(int i);
+  Statement& bind_blob(int i, const void* data, size_t size);
   bool step();  // true while there is a row
   void run();   // steps once, then resets and clears the bindings for the next run
   int64_t integer(int column) const;
   double real(int column) const;
   bool is_null(int column) const;
   std::string text(int column) const;
+  std::vector<unsigned char> blob(int column) const;
 
  private:
   Statement& check(int rc);

@@ -68,6 +68,11 @@ struct DatasetLoadOptions {
 // captions*.json / *.csv / *.jsonl). Throws std::runtime_error naming the file,
 // the line or row, the reason and what to do.
 Dataset load_dataset(const std::string& path, const DatasetLoadOptions& options = {});
+// Indices into dataset.images of the images of `split` ("all": every image), in
+// file order. Throws std::runtime_error naming the dataset for an unknown split
+// name or a split without images.
+std::vector<size_t> images_of_split(const Dataset& dataset, const std::string& split);
+
 // Which file load_dataset reads for PATH and in which format (no parsing of the whole file).
 std::pair<std::string, DatasetFormat> resolve_dataset(const std::string& path, DatasetFormat format);
 
@@ -107,6 +112,8 @@ struct DatasetStats {
   size_t max_caption_length = 0;
   std::vector<std::pair<std::string, int64_t>> top_words;  // training counts, most frequent first
   int64_t distinct_training_words = 0, vocabulary_size = 0;
+  // Vocabulary size (PAD, SOS, EOS, UNK included) at each min count 1..20 (the studio's min-count field).
+  std::map<int, int64_t> vocabulary_size_by_min_count;
   double training_coverage = 0;  // fraction of train+restval tokens in the vocabulary
   double eval_coverage = 0;      // same for val + test tokens
 };

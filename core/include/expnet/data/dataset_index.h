@@ -33,6 +33,8 @@ class DatasetIndex {
   std::vector<std::pair<std::string, int64_t>> split_counts() const;  // images per split
   // ROOT/filepath/filename of an image; throws when the cocoid is unknown.
   std::string image_path(int64_t cocoid) const;
+  // The same for an image a query returned, without asking the database.
+  std::string image_path(const IndexedImage& image) const;
   // PNG bytes of the image scaled to fit size x size, cached in the
   // thumbnails table on first use (the file is decoded by `source`).
   std::vector<unsigned char> thumbnail(int64_t cocoid, int size, const ImageSource& source);
@@ -47,6 +49,7 @@ class DatasetIndex {
   std::unique_ptr<sqlite3, CloseDatabase> db_;
   mutable std::mutex query_mutex_;  // one query at a time: the attached store is connection state
   mutable std::string attached_;
+  std::string image_root_;  // meta("image_root")
 };
 
 }  // namespace expnet
