@@ -16,8 +16,9 @@ PACKAGES=(
   qt6-base-dev libqt6sql6-sqlite libqcustomplot-dev libqcustomplot2.1-qt6
   libgl1-mesa-dev fonts-dejavu-core
   # test peer: Debian's PyTorch, run as /usr/bin/python3; Pillow and OpenCV draw
-  # the demo model's held-out scenes (tests/demo)
-  python3 python3-torch python3-numpy python3-pil python3-opencv
+  # the demo model's held-out scenes (tests/demo); protobuf and crcmod read back
+  # the TensorBoard event files (tests/tfevents)
+  python3 python3-torch python3-numpy python3-pil python3-opencv python3-protobuf python3-crcmod
 )
 
 missing=()

@@ -58,6 +58,26 @@ echo "wrote $OUT/datasets.png"
 "$STUDIO" --screenshot "$OUT/datasets-search.png" --page datasets --dataset "$SETTINGS/held" --search "red star"
 echo "wrote $OUT/datasets-search.png"
 
+# Runs page: two real runs of the shapes-demo recipe, shortened (600 scenes, 6 XE epochs
+# of 25 batches, 2 SCST epochs of 10) so that this script trains them in minutes, at two
+# learning rates; both selected, so their curves overlay and the config diff shows the lr.
+export XDG_DATA_HOME=$SETTINGS/data  # the runs register in this data folder's run store
+"$EXPNET" train --print-config --preset shapes-demo > "$SETTINGS/shapes-demo.json"
+for lr in 0.001 0.0003; do
+  /usr/bin/python3 - "$SETTINGS/shapes-demo.json" "$SETTINGS/short-$lr.json" "$lr" <<'PY'
+import json, sys
+config = json.load(open(sys.argv[1]))
+config.update(shapes_images=600, validation_images=40)
+config["stages"][0].update(epochs=6, max_batches_per_epoch=25, warmup=20, lr=float(sys.argv[3]))
+config["stages"][1].update(epochs=2, max_batches_per_epoch=10)
+json.dump(config, open(sys.argv[2], "w"), indent=1)
+PY
+  "$EXPNET" train --config "$SETTINGS/short-$lr.json" --name "shapes-demo-lr$lr" --out "$SETTINGS/runs/lr$lr" \
+    --no-progress >/dev/null
+done
+"$STUDIO" --screenshot "$OUT/runs.png" --page runs --select shapes-demo-lr0.001,shapes-demo-lr0.0003
+echo "wrote $OUT/runs.png"
+
 # --- Training page: its screenshot command goes here (Training page helper). ---
 # "$STUDIO" --screenshot "$OUT/training.png" --page training --run RUN_DIR
 # echo "wrote $OUT/training.png"

@@ -1,5 +1,7 @@
-// expnet runs list | show RUN [--json] | export RUN --csv: read the training run
-// store (expnet/train/run_store.h). Read-only; safe while a trainer writes.
+// expnet runs list | show RUN [--json] | export RUN --csv | --tensorboard DIR: read
+// the training run stores (expnet/train/run_store.h). Without --store, every
+// store this machine knows (expnet/train/run_registry.h: the default store and
+// each run folder's). Safe while a trainer writes.
 #include <nlohmann/json.hpp>
 
 #include <filesystem>
@@ -7,52 +9,111 @@
 #include <iostream>
 
 #include "command.h"
+#include "expnet/train/run_csv.h"
+#include "expnet/train/run_lock.h"
+#include "expnet/train/run_registry.h"
 #include "expnet/train/run_store.h"
+#include "expnet/train/tfevents_writer.h"
 
 namespace expnet::cli {
 namespace {
 
 struct Options {
-  std::string store;  // empty: the default store
+  std::string store;  // empty: every known store
   std::string run;
   bool json = false, csv = false;
+  std::string tensorboard;  // export: folder for the event file (empty: not asked)
 };
 
-std::string store_path(const Options& o) {
-  const std::string path = o.store.empty() ? default_run_store_path() : o.store;
-  if (!std::filesystem::exists(path))
-    throw std::runtime_error("run store '" + path + "' does not exist: train a model first (expnet train) or pass --store");
-  return path;
+// The stores a command reads: --store, else every known one that exists.
+std::vector<std::string> store_paths(const Options& o) {
+  if (!o.store.empty()) {
+    if (!std::filesystem::exists(o.store))
+      throw std::runtime_error("run store '" + o.store + "' does not exist: pass a runs.sqlite file (a run folder has one)");
+    return {o.store};
+  }
+  std::vector<std::string> paths;
+  for (const auto& known : known_run_stores())
+    if (known.exists) paths.push_back(known.path);
+  if (paths.empty())
+    throw std::runtime_error("no run store on this machine yet (" + default_run_store_path() +
+                             "): train a model first (expnet train) or pass --store");
+  return paths;
 }
 
-nlohmann::json run_json(const RunInfo& r) {
-  nlohmann::json j = {{"id", r.id},         {"name", r.name},           {"status", r.status},
-                      {"out_dir", r.out_dir}, {"created_at", r.created_at}, {"updated_at", r.updated_at},
-                      {"steps", r.steps}};
+struct LocatedRun {
+  std::unique_ptr<RunStore> store;
+  RunInfo info;
+};
+
+// A run by name or id in --store, else by name in every known store (ambiguous names are refused).
+LocatedRun locate(const Options& o) {
+  const auto paths = store_paths(o);
+  if (!o.store.empty()) {
+    auto store = std::make_unique<RunStore>(paths.front());
+    auto info = store->find_run(o.run);
+    return {std::move(store), std::move(info)};
+  }
+  std::vector<LocatedRun> found;
+  for (const auto& path : paths) {
+    auto store = std::make_unique<RunStore>(path);
+    if (auto info = store->find_run_by_name(o.run)) found.push_back({std::move(store), std::move(*info)});
+  }
+  if (found.empty()) throw std::runtime_error("no run named '" + o.run + "' in the known run stores (see `expnet runs list`)");
+  if (found.size() > 1) {
+    std::string where;
+    for (const auto& f : found) where += "\n  " + f.store->path();
+    throw std::runtime_error("several runs are named '" + o.run + "'; pick one with --store:" + where);
+  }
+  return std::move(found.front());
+}
+
+nlohmann::json run_json(const RunInfo& r, const std::string& store) {
+  const bool live = run_is_live(store, r.id);
+  // clang-format off
+  nlohmann::json j = {{"id", r.id}, {"name", r.name}, {"status", run_status(r, live)}, {"stored_status", r.status},
+                      {"store", store}, {"out_dir", r.out_dir}, {"created_at", r.created_at},
+                      {"updated_at", r.updated_at}, {"steps", r.steps}, {"last_step", r.last_step},
+                      {"images_per_s", r.images_per_s}, {"wall_s", r.wall_s}, {"tags", r.tags}, {"notes", r.notes}};
+  // clang-format on
   j["best_cider_d"] = r.best_cider ? nlohmann::json(*r.best_cider) : nlohmann::json(nullptr);
+  j["best_epoch"] = r.best_cider ? nlohmann::json(r.best_epoch) : nlohmann::json(nullptr);
+  if (!r.error.empty()) j["error"] = r.error;
   return j;
 }
 
 void list(const Options& o) {
-  RunStore store(store_path(o));
-  for (const auto& r : store.list_runs()) {
-    if (o.json) {
-      std::cout << run_json(r).dump() << "\n";
+  for (const auto& path : store_paths(o)) {
+    std::unique_ptr<RunStore> store;
+    try {
+      store = std::make_unique<RunStore>(path);
+    } catch (const std::exception& e) {
+      if (!o.store.empty()) throw;
+      std::cerr << "warning: " << e.what() << "\n";  // one unreadable store does not hide the others
       continue;
     }
-    std::cout << std::left << std::setw(5) << r.id << std::setw(24) << r.name << std::setw(12) << r.status
-              << std::setw(10) << r.steps << (r.best_cider ? std::to_string(*r.best_cider) : std::string("-")) << "  "
-              << r.updated_at << "\n";
+    for (const auto& r : store->list_runs()) {
+      if (o.json) {
+        std::cout << run_json(r, path).dump() << "\n";
+        continue;
+      }
+      std::cout << std::left << std::setw(5) << r.id << std::setw(24) << r.name << std::setw(12)
+                << run_status(r, run_is_live(path, r.id)) << std::setw(10) << r.last_step
+                << (r.best_cider ? std::to_string(*r.best_cider) : std::string("-")) << "  " << r.updated_at << "  "
+                << path << "\n";
+    }
   }
 }
 
 void show(const Options& o) {
-  RunStore store(store_path(o));
-  const auto r = store.find_run(o.run);
+  const auto located = locate(o);
+  const RunStore& store = *located.store;
+  const RunInfo& r = located.info;
   const auto validations = store.validations(r.id);
   const auto steps = store.steps(r.id);
+  const std::string status = run_status(r, run_is_live(store.path(), r.id));
   if (o.json) {
-    auto j = run_json(r);
+    auto j = run_json(r, store.path());
     j["config"] = nlohmann::json::parse(r.config_json, nullptr, false);
     j["stages"] = nlohmann::json::array();
     for (const auto& [idx, name] : store.stages(r.id)) j["stages"].push_back({{"index", idx}, {"name", name}});
@@ -69,8 +130,12 @@ void show(const Options& o) {
     std::cout << j.dump() << std::endl;
     return;
   }
-  std::cout << "run " << r.id << " '" << r.name << "' (" << r.status << "), folder " << r.out_dir << "\n"
+  std::cout << "run " << r.id << " '" << r.name << "' (" << status << "), folder " << r.out_dir << "\n"
+            << "store " << store.path() << "\n"
             << "created " << r.created_at << ", updated " << r.updated_at << ", " << r.steps << " steps logged\n";
+  if (!r.error.empty()) std::cout << "error: " << r.error << "\n";
+  if (!r.tags.empty()) std::cout << "tags: " << r.tags << "\n";
+  if (!r.notes.empty()) std::cout << "notes: " << r.notes << "\n";
   for (const auto& [idx, name] : store.stages(r.id)) std::cout << "stage " << idx << ": " << name << "\n";
   if (!steps.empty())
     std::cout << "last step " << steps.back().step << ": loss " << steps.back().loss << ", lr " << steps.back().lr
@@ -81,43 +146,46 @@ void show(const Options& o) {
               << v.bleu1 << std::setw(7) << v.bleu4 << std::setw(8) << v.rouge_l << std::setw(8) << v.cider_d << "\n";
 }
 
-void export_csv(const Options& o) {
-  if (!o.csv) throw std::runtime_error("runs export: only --csv is supported; add --csv");
-  RunStore store(store_path(o));
-  const auto r = store.find_run(o.run);
-  std::cout << "kind,stage,epoch,step,loss,lr,grad_norm,images_per_s,skipped,bleu1,bleu2,bleu3,bleu4,rouge_l,cider_d\n"
-            << std::setprecision(10);
-  for (const auto& s : store.steps(r.id))
-    std::cout << "step," << s.stage << "," << s.epoch << "," << s.step << "," << s.loss << "," << s.lr << ","
-              << s.grad_norm << "," << s.images_per_s << "," << s.skipped << ",,,,,,\n";
-  for (const auto& v : store.validations(r.id))
-    std::cout << "validation," << v.stage << "," << v.epoch << "," << v.step << ",,,,,," << v.bleu1 << ","
-              << v.bleu2 << "," << v.bleu3 << "," << v.bleu4 << "," << v.rouge_l << "," << v.cider_d << "\n";
+void export_run(const Options& o) {
+  const bool tensorboard = !o.tensorboard.empty();
+  if (o.csv == tensorboard)
+    throw std::runtime_error(std::string("runs export: ") +
+                             (o.csv ? "--csv and --tensorboard both given" : "no format given") +
+                             "; pass exactly one: --csv (CSV on stdout) or --tensorboard DIR (TensorBoard event file)");
+  const auto located = locate(o);
+  if (o.csv) return write_run_csv(std::cout, *located.store, located.info);
+  const auto written = write_tensorboard_events(*located.store, located.info, o.tensorboard);
+  std::cout << "wrote " << written.path << ": " << written.scalars << " scalars in " << written.records
+            << " records (tensorboard --logdir " << o.tensorboard << ")" << std::endl;
 }
 
-// A `runs` subcommand reading the store that --store names.
+// A `runs` subcommand reading the store that --store names (else every known store).
 std::pair<CLI::App*, Options*> add_runs_command(CLI::App* runs, const std::string& name, const std::string& description,
                                                 void (*run)(const Options&)) {
   auto [command, options] = add_command<Options>(runs, name, description, run);
-  command->add_option("--store", options->store, "Run store file (default: <data dir>/runs.sqlite; a run folder has its own)");
+  command->add_option("--store", options->store,
+                      "Run store file (default: every store this machine knows: the data folder's runs.sqlite and "
+                      "each run folder's)");
   return {command, options};
 }
 
 const bool registered = register_command({"runs", 60, [](CLI::App& root) {
-  auto* runs = command_group(root, "runs", "Inspect training runs (the run store)");
+  auto* runs = command_group(root, "runs", "Inspect training runs (the run stores)");
   {
-    auto [command, o] = add_runs_command(runs, "list", "List the runs in the store", list);
+    auto [command, o] = add_runs_command(runs, "list", "List the runs, with the status that is true now", list);
     command->add_flag("--json", o->json, "One compact JSON object per run");
   }
   {
     auto [command, o] = add_runs_command(runs, "show", "Show a run: stages, last step, validation metrics per epoch", show);
-    command->add_option("RUN", o->run, "Run name or id")->required();
+    command->add_option("RUN", o->run, "Run name (or id with --store)")->required();
     command->add_flag("--json", o->json, "One compact JSON object");
   }
   {
-    auto [command, o] = add_runs_command(runs, "export", "Export a run's steps and validation metrics", export_csv);
-    command->add_option("RUN", o->run, "Run name or id")->required();
-    command->add_flag("--csv", o->csv, "CSV on stdout")->required();
+    auto [command, o] = add_runs_command(runs, "export", "Export a run's steps and validation metrics", export_run);
+    command->add_option("RUN", o->run, "Run name (or id with --store)")->required();
+    command->add_flag("--csv", o->csv, "CSV on stdout");
+    command->add_option("--tensorboard", o->tensorboard,
+                        "Folder (created when missing) for a TensorBoard event file: tensorboard --logdir DIR");
   }
 }});
 

@@ -19,6 +19,7 @@
 #include "caption/captionpage.h"
 #include "compare/comparepage.h"
 #include "datasets/datasetspage.h"
+#include "runs/runspage.h"
 #include "expnet/system/system.h"
 #include "common/theme.h"
 #include "training/trainingpage.h"
@@ -52,6 +53,8 @@ int main(int argc, char** argv) {
       search(QStringLiteral("search"), QStringLiteral("Datasets page: show the images whose captions contain these words."), QStringLiteral("WORDS")),
       eval(QStringLiteral("eval"), QStringLiteral("Datasets page: evaluate this model (built-in name or checkpoint) per sample on --split, then sort worst first."), QStringLiteral("MODEL"));
   QCommandLineOption run(QStringLiteral("run"), QStringLiteral("Run folder (or run store file) to follow on the Training page."), QStringLiteral("DIR"));
+  QCommandLineOption store(QStringLiteral("store"), QStringLiteral("Runs page: also list the runs of this run store (runs.sqlite) or run folder, without remembering it (repeatable)."), QStringLiteral("FILE")),
+      select(QStringLiteral("select"), QStringLiteral("Runs page: select these runs (names, comma-separated) to overlay their curves."), QStringLiteral("RUNS"));
   QCommandLineOption threads(QStringLiteral("threads"), QStringLiteral("CPU threads (0 = all cores)."), QStringLiteral("N"), QStringLiteral("0"));
   QCommandLineOption device(QStringLiteral("device"), QStringLiteral("cpu, cuda or cuda:N."), QStringLiteral("DEVICE"), QStringLiteral("cpu"));
   QCommandLineOption model(QStringLiteral("model"), QStringLiteral("Model preset (official, small, tiny, demo) or config JSON to preload; without model options the model loaded last is reloaded (the built-in demo model at first)."), QStringLiteral("MODEL"));
@@ -61,7 +64,7 @@ int main(int argc, char** argv) {
   QCommandLineOption word(QStringLiteral("word"), QStringLiteral("Attention page: the caption's word to show, 1 = the first."), QStringLiteral("N"));
   QCommandLineOption theme(QStringLiteral("theme"), QStringLiteral("Colours: system (the desktop's palette), light or dark."),
                            QStringLiteral("THEME"), QStringLiteral("system"));
-  parser.addOptions({screenshot, page, open, dataset, split, limit, search, eval, run, threads, device, model, checkpoint, vocab, beam, word, theme});
+  parser.addOptions({screenshot, page, open, dataset, split, limit, search, eval, run, store, select, threads, device, model, checkpoint, vocab, beam, word, theme});
   parser.process(app);
   // Before any widget exists: the pages read their colours when they are built.
   const QString themeName = parser.value(theme);
@@ -141,6 +144,13 @@ int main(int argc, char** argv) {
                  qPrintable(parser.value(run)));
     return 1;
   }
+  auto* runsPage = qobject_cast<RunsPage*>(window.page(QStringLiteral("runs")));
+  for (const QString& file : parser.values(store))
+    if (!runsPage->openStore(file, false)) {
+      std::fprintf(stderr, "error: --store '%s': not a run store file (runs.sqlite) or a run folder with one\n", qPrintable(file));
+      return 1;
+    }
+  if (parser.isSet(select)) runsPage->selectRuns(parser.value(select).split(QLatin1Char(','), Qt::SkipEmptyParts));
   window.show();
 
   if (parser.isSet(screenshot)) {

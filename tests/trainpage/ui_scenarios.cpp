@@ -13,12 +13,18 @@
 #include <QTimer>
 #include <QtTest>
 
+#include <cmath>
+
 #include "shell/studiocontext.h"
 #include "caption/captionmodel.h"
 #include "caption/captionpage.h"
 #include "compare/comparepage.h"
 #include "datasets/datasetspage.h"
 #include "datasets/imagegridmodel.h"
+#include "expnet/train/run_store.h"
+#include "runs/runcurves.h"
+#include "runs/runspage.h"
+#include "runs/runstablemodel.h"
 #include "training/trainingcharts.h"
 #include "training/trainingpage.h"
 #include "support/page_driving.h"
@@ -239,6 +245,83 @@ GapResult datasetsGap(const QString& cli, const QString& workDir, const QString&
     }
   }
   r.longestMs = watch.longestMs();
+  r.ok = true;
+  return r;
+}
+
+GapResult runsGap(const QString& workDir, int runs, int steps, RunsGap* figures) {
+  GapResult r;
+  // A data folder of its own: the runs that earlier scenarios trained are not listed.
+  qputenv("XDG_DATA_HOME", (workDir + QStringLiteral("/data")).toUtf8());
+  const QString store = workDir + QStringLiteral("/runs.sqlite");
+  try {
+    expnet::RunStore s(store.toStdString());
+    for (int k = 0; k < runs; ++k) {
+      const std::string name = "run-" + std::to_string(k);
+      const std::string config = R"({"name": "shapes-demo", "model": {"d_model": 128, "N_enc": 2, "N_dec": 2},
+          "stages": [{"name": "xe", "lr": )" + std::to_string(1e-4 * (k + 1)) + "}]}";
+      const int64_t id = s.create_run(name, config, (workDir + QStringLiteral("/") + QString::fromStdString(name)).toStdString());
+      std::vector<expnet::StepRecord> rows(static_cast<size_t>(steps));
+      for (int i = 0; i < steps; ++i) {
+        auto& row = rows[size_t(i)];
+        row.run = id;
+        row.epoch = i / 1000;
+        row.step = i + 1;
+        row.loss = 4.0 / (1.0 + 0.001 * (k + 1) * i) + 0.05 * std::sin(i * 0.7 + k);
+        row.lr = 1e-4 * (k + 1);
+        row.images_per_s = 90 + (i + k) % 20;
+        row.wall_s = 0.1 * (i + 1);
+      }
+      s.log_steps(rows);
+      for (int e = 0; e < steps / 1000; ++e) {
+        expnet::ValidationRecord v;
+        v.run = id;
+        v.epoch = e;
+        v.step = (e + 1) * 1000;
+        v.cider_d = 0.1 * (e + 1) + 0.01 * k;
+        v.bleu4 = 0.02 * (e + 1);
+        s.log_validation(v);
+      }
+      s.set_status(id, "finished");
+    }
+  } catch (const std::exception& e) {
+    r.error = QString::fromStdString(e.what());
+    return r;
+  }
+  RunsPage page;
+  page.resize(1400, 900);
+  page.show();
+  GapWatch watch;
+  QElapsedTimer clock;
+  clock.start();
+  page.openStore(store, false);
+  if (!expnet_test::waitUntil([&] { return page.listed() && !page.isBusy() && page.model()->rowCount() == runs; }, 60000)) {
+    r.error = QStringLiteral("the page did not list the %1 runs (%2 rows)").arg(runs).arg(page.model()->rowCount());
+    return r;
+  }
+  figures->listMs = clock.restart();
+  page.table()->selectAll();
+  if (!expnet_test::waitUntil([&] { return !page.isBusy() && page.curves()->runKeys().size() == runs; }, 60000)) {
+    r.error = QStringLiteral("the curves of %1 runs were not drawn (%2)").arg(runs).arg(page.curves()->runKeys().size());
+    return r;
+  }
+  figures->overlayMs = clock.elapsed();
+  page.curves()->setXAxis(RunCurves::XAxis::Epoch);
+  QTest::qWait(50);
+  page.curves()->setSmoothing(0.9);
+  QTest::qWait(50);
+  page.curves()->setLogScale(true);
+  QTest::qWait(50);
+  page.curves()->setXAxis(RunCurves::XAxis::WallTime);
+  QTest::qWait(50);
+  page.curves()->showReadout(QStringLiteral("loss"), steps / 2.0);
+  QTest::qWait(50);
+  page.setFilterText(QStringLiteral("run-1"));
+  QTest::qWait(50);
+  page.setFilterText(QString());
+  QTest::qWait(200);
+  r.longestMs = watch.longestMs();
+  r.items = int(page.curves()->runKeys().size()) * steps;
   r.ok = true;
   return r;
 }

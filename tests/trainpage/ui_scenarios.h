@@ -2,7 +2,8 @@
 // longest interval between two ticks of a 10 ms timer on the UI thread while
 // (a) the Caption page loads a model and captions a folder, (b) the Training
 // page starts and follows an `expnet train` child to its end, (c) the Compare
-// page loads its demo models and evaluates them on a dataset.
+// page loads its demo models and evaluates them on a dataset, (d) the Datasets
+// page indexes and scrolls, (e) the Runs page lists and overlays many long runs.
 #pragma once
 
 #include <QString>
@@ -34,3 +35,12 @@ struct DatasetsGap {
 };
 GapResult datasetsGap(const QString& cli, const QString& workDir, const QString& dataset, int images, int evaluate,
                       DatasetsGap* figures);
+
+// The Runs page on one store of `runs` runs of `steps` steps each (written with
+// the engine's RunStore, a validation every 1,000 steps): it lists them, all are
+// selected (curves overlaid), then the x axis, smoothing, log scale and the
+// filter change. `overlayMs`: from selecting all to every curve drawn.
+struct RunsGap {
+  qint64 listMs = -1, overlayMs = -1;
+};
+GapResult runsGap(const QString& workDir, int runs, int steps, RunsGap* figures);

@@ -28,6 +28,9 @@ class RowTableModel : public QAbstractTableModel {
   const std::vector<Row>& rows() const { return rows_; }
 
  protected:
+  // Same rows in the same order with new values: no reset, so views keep their
+  // selection and scroll position; the caller emits dataChanged.
+  void replaceRowsInPlace(std::vector<Row> rows) { rows_ = std::move(rows); }
   const Row* rowAt(const QModelIndex& index) const {
     return index.isValid() && index.row() < int(rows_.size()) ? &rows_[size_t(index.row())] : nullptr;
   }

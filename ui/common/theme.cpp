@@ -47,6 +47,8 @@ QPalette Theme::darkPalette() {
 QColor Theme::text() const { return palette_.color(QPalette::WindowText); }
 QColor Theme::mutedText() const { return mix(text(), palette_.color(QPalette::Window), 0.4); }
 QColor Theme::errorText() const { return dark_ ? QColor(0xff, 0x7b, 0x72) : QColor(0xb0, 0x20, 0x20); }
+QColor Theme::successText() const { return dark_ ? QColor(0x6f, 0xd3, 0x8a) : QColor(0x1f, 0x80, 0x3a); }
+QColor Theme::warningText() const { return dark_ ? QColor(0xf0, 0xb0, 0x50) : QColor(0xa8, 0x5a, 0x00); }
 QColor Theme::panelBackground() const {
   return mix(palette_.color(QPalette::Base), palette_.color(QPalette::Window), 0.5);
 }
@@ -69,6 +71,14 @@ QColor Theme::legendBackground() const {
   QColor c = palette_.color(QPalette::Base);
   c.setAlpha(210);
   return c;
+}
+
+QColor Theme::runColour(int i) const {
+  // Tableau 10: distinct hues that stay apart for colour-blind readers; lighter on dark.
+  static const QColor hues[] = {{31, 119, 180}, {255, 127, 14}, {44, 160, 44},  {214, 39, 40},  {148, 103, 189},
+                                {140, 86, 75},  {227, 119, 194}, {127, 127, 127}, {188, 189, 34}, {23, 190, 207}};
+  const QColor c = hues[((i % 10) + 10) % 10];
+  return dark_ ? c.lighter(125) : c;
 }
 
 QColor Theme::series(Series series) const {

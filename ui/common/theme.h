@@ -26,6 +26,8 @@ class Theme {
   QColor text() const;
   QColor mutedText() const;      // hints and captions of controls
   QColor errorText() const;
+  QColor successText() const;    // a run that is running
+  QColor warningText() const;    // a run that was interrupted
   QColor panelBackground() const;  // the dashed "what to do" panels
   QColor panelBorder() const;
   QColor navigationBackground() const;
@@ -41,6 +43,8 @@ class Theme {
   QColor plotEmptyArea() const;   // a colour map's area before it has data
   QColor legendBackground() const;
   QColor series(Series series) const;
+  // The i-th run of an overlay of several runs' curves (10 hues, then again).
+  QColor runColour(int i) const;
 
   // Colour maps of matrices: perceptually uniform (viridis) for non-negative
   // values and blue-white-red for signed ones; the same in both modes.

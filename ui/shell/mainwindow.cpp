@@ -15,9 +15,10 @@
 
 #include "attention/attentionpage.h"
 #include "caption/captionpage.h"
-#include "common/notyetpage.h"
 #include "compare/comparepage.h"
 #include "datasets/datasetspage.h"
+#include "runs/runactions.h"
+#include "runs/runspage.h"
 #include "common/theme.h"
 #include "shell/aboutdialog.h"
 #include "shell/studiocontext.h"
@@ -57,20 +58,28 @@ MainWindow::MainWindow(StudioContext* context, QWidget* parent)
   auto* attentionPage = new AttentionPage(context_);
   attentionPage->setImageList(captionPage->model());  // pick any of the Caption page's images
   addPage(attentionPage);
-  addPage(new TrainingPage(context_));
+  auto* trainingPage = new TrainingPage(context_);
+  addPage(trainingPage);
   auto* datasetsPage = new DatasetsPage(context_);
   addPage(datasetsPage);
   connect(datasetsPage, &DatasetsPage::attentionRequested, this, [this, attentionPage](const QString& file) {
     showPage(attentionPage->pageId());
     attentionPage->openImage(file);
   });
-  // Pages whose capability lands with a later issue: each says so, and what serves meanwhile.
-  addPage(new NotYetPage(QStringLiteral("runs"), QStringLiteral("Runs"),
-                         QStringLiteral("Every training run in the run store: configuration, stages, best checkpoints "
-                                        "and scores."),
-                         QStringLiteral("This page is not built yet. Meanwhile: expnet runs list, expnet runs show RUN "
-                                        "and expnet runs export RUN --csv; the Training page follows one run of a store "
-                                        "live (Open run…, Ctrl+Shift+O).")));
+  auto* runsPage = new RunsPage;
+  addPage(runsPage);
+  connect(runsPage->actions(), &RunActions::openCheckpointRequested, this, [this, captionPage](const QString& checkpoint) {
+    ModelRequest request;
+    request.checkpoint = checkpoint;
+    showPage(captionPage->pageId());
+    captionPage->loadModel(request);
+  });
+  connect(runsPage->actions(), &RunActions::resumeRequested, this, [this, trainingPage](const QString& folder) {
+    showPage(trainingPage->pageId());
+    trainingPage->setOutputDir(folder);
+    trainingPage->openRun(folder);
+    trainingPage->resume();
+  });
   addPage(new ComparePage(context_));
 
   connect(navigation_, &QListWidget::currentRowChanged, stack_, &QStackedWidget::setCurrentIndex);

@@ -11,10 +11,13 @@
 
 #include <cmath>
 
+#include "common/curvesmoothing.h"
 #include "common/hintlabel.h"
+#include "common/plotfitting.h"
 #include "common/theme.h"
 
-TrainingCharts::TrainingCharts(QWidget* parent) : QWidget(parent) {
+TrainingCharts::TrainingCharts(QWidget* parent)
+    : QWidget(parent), following_(new PlotFollowing([this](QCustomPlot* plot) { refit(plot); }, this)) {
   auto* layout = new QVBoxLayout(this);
   layout->setContentsMargins(0, 0, 0, 0);
   auto* bar = new QHBoxLayout;
@@ -82,13 +85,7 @@ QCustomPlot* TrainingCharts::makePlot(const QString& title, const QString& xLabe
   Theme::current().applyTo(plot);
   plot->axisRect()->insetLayout()->setInsetAlignment(0, Qt::AlignTop | Qt::AlignRight);
   plot->setToolTip(QStringLiteral("%1: drag to pan, wheel to zoom, double-click to fit").arg(title));
-  userMoved_[plot] = false;
-  connect(plot, &QCustomPlot::mousePress, this, [this, plot] { userMoved_[plot] = true; });
-  connect(plot, &QCustomPlot::mouseWheel, this, [this, plot] { userMoved_[plot] = true; });
-  connect(plot, &QCustomPlot::mouseDoubleClick, this, [this, plot] {
-    userMoved_[plot] = false;
-    refit(plot);
-  });
+  following_->watch(plot);
   plots_ << plot;
   return plot;
 }
@@ -102,20 +99,6 @@ QCPGraph* TrainingCharts::addSeries(QCustomPlot* plot, const QString& name, cons
   graph->setAdaptiveSampling(true);
   graphs_[name] = graph;
   return graph;
-}
-
-QVector<double> TrainingCharts::smooth(const QVector<double>& values, double weight) {
-  QVector<double> out;
-  out.reserve(values.size());
-  double ema = 0, norm = 0;
-  for (double v : values) {
-    if (std::isfinite(v)) {
-      ema = weight * ema + (1 - weight) * v;
-      norm = weight * norm + (1 - weight);
-    }
-    out << (norm > 0 ? ema / norm : std::nan(""));
-  }
-  return out;
 }
 
 void TrainingCharts::setData(const std::vector<expnet::StepRecord>& steps,
@@ -134,7 +117,7 @@ void TrainingCharts::setData(const std::vector<expnet::StepRecord>& steps,
     speed << s.images_per_s;
   }
   graphs_[QStringLiteral("loss")]->setData(x, loss, true);
-  graphs_[QStringLiteral("loss_smoothed")]->setData(x, smooth(loss), true);
+  graphs_[QStringLiteral("loss_smoothed")]->setData(x, smoothCurve(loss, 0.9), true);
   graphs_[QStringLiteral("lr")]->setData(x, lr, true);
   graphs_[QStringLiteral("images_per_s")]->setData(x, speed, true);
   QVector<double> epoch, cider, bleu4;
@@ -146,7 +129,7 @@ void TrainingCharts::setData(const std::vector<expnet::StepRecord>& steps,
   graphs_[QStringLiteral("cider_d")]->setData(epoch, cider, true);
   graphs_[QStringLiteral("bleu4")]->setData(epoch, bleu4, true);
   for (auto* plot : plots_) {
-    if (!userMoved_[plot]) refit(plot);
+    if (!following_->userMoved(plot)) refit(plot);
     plot->replot(QCustomPlot::rpQueuedReplot);
   }
 }
@@ -154,19 +137,7 @@ void TrainingCharts::setData(const std::vector<expnet::StepRecord>& steps,
 void TrainingCharts::clear() { setData({}, {}); }
 
 void TrainingCharts::refit(QCustomPlot* plot) {
-  plot->rescaleAxes();
-  // A single point or a flat series would give an empty range: pad it.
-  for (auto* axis : {plot->xAxis, plot->yAxis}) {
-    QCPRange range = axis->range();
-    if (range.size() <= 0 || !std::isfinite(range.size())) {
-      const double centre = std::isfinite(range.center()) ? range.center() : 0;
-      const double pad = axis->scaleType() == QCPAxis::stLogarithmic ? centre * 0.5 : std::max(std::abs(centre) * 0.1, 1.0);
-      range = QCPRange(centre - pad, centre + pad);
-    } else if (axis == plot->yAxis && axis->scaleType() == QCPAxis::stLinear) {
-      range = QCPRange(range.lower - range.size() * 0.05, range.upper + range.size() * 0.05);
-    }
-    axis->setRange(range);
-  }
+  fitPlotAxes(plot);
   if (plot == validationPlot_) {  // epochs are whole numbers: half an epoch of margin
     plot->xAxis->setRange(plot->xAxis->range().lower - 0.5, plot->xAxis->range().upper + 0.5);
   }
@@ -174,10 +145,8 @@ void TrainingCharts::refit(QCustomPlot* plot) {
 }
 
 void TrainingCharts::fitAll() {
-  for (auto* plot : plots_) {
-    userMoved_[plot] = false;
-    refit(plot);
-  }
+  following_->followAll();
+  for (auto* plot : plots_) refit(plot);
 }
 
 bool TrainingCharts::logScale() const { return logScale_->isChecked(); }

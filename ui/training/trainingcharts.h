@@ -15,6 +15,7 @@
 class QCheckBox;
 class QCPGraph;
 class QCustomPlot;
+class PlotFollowing;
 
 class TrainingCharts : public QWidget {
   Q_OBJECT
@@ -34,9 +35,6 @@ class TrainingCharts : public QWidget {
   QStringList seriesNames() const { return graphs_.keys(); }
   // {name, chart, points, last_x, last_y} per series.
   QJsonArray describe() const;
-  // Exponential moving average (weight 0.9, bias-corrected as TensorBoard does),
-  // non-finite losses left out.
-  static QVector<double> smooth(const QVector<double>& values, double weight = 0.9);
 
  private:
   QCustomPlot* makePlot(const QString& title, const QString& xLabel, const QString& yLabel);
@@ -50,7 +48,7 @@ class TrainingCharts : public QWidget {
   QCustomPlot* speedPlot_;
   QMap<QString, QCPGraph*> graphs_;
   QCheckBox* logScale_;
-  QMap<QCustomPlot*, bool> userMoved_;  // zoomed or panned by hand: stop auto-fitting
+  PlotFollowing* following_;
   size_t stepCount_ = size_t(-1), validationCount_ = size_t(-1);
   int64_t lastStep_ = -1;
 };

@@ -1,9 +1,8 @@
 // RAII over SQLite's C API for the engine's SQLite files, with errors that name
 // the file: a connection that closes itself, a prepared statement that finalises
 // itself, exec and a transaction that rolls back unless committed. The
-// evaluation store (core/src/metrics/) and the dataset index (core/src/data/)
-// use them; the run store (core/src/train/run_store.cpp) still holds its own
-// Statement, which could move here.
+// evaluation store (core/src/metrics/), the dataset index (core/src/data/) and
+// the run store (core/src/train/) use them.
 #pragma once
 
 #include <cstdint>

@@ -29,6 +29,8 @@
 #include "expnet/train/lr_schedule.h"
 #include "expnet/train/pnaic_teacher.h"
 #include "expnet/train/radam.h"
+#include "expnet/train/run_lock.h"
+#include "expnet/train/run_registry.h"
 #include "expnet/train/run_store.h"
 #include "expnet/train/train_steps.h"
 #include "train/distilled_data.h"
@@ -95,10 +97,12 @@ class Trainer {
   TrainOutcome run();
 
  private:
+  TrainOutcome train();  // after the store is open: data, model, run, stages
   // set-up
   void join_process_group();
   void prepare_pnaic();
   void build_model();
+  void open_store();
   void open_run();
   bool resume_from_latest();
   void sync_parameters();
@@ -130,6 +134,9 @@ class Trainer {
   std::unique_ptr<RAdam> optimizer_;
   std::unique_ptr<RunStore> store_;
   int64_t run_id_ = 0;
+  std::unique_ptr<RunLock> lock_;  // rank 0, once the run is ours: it is live (run_lock.h)
+  std::chrono::steady_clock::time_point wall_start_ = std::chrono::steady_clock::now();
+  double wall_offset_ = 0;  // a resumed run's training seconds before this process
   TrainProgress progress_;
   std::unique_ptr<StageFeatures> features_;  // frozen stages with the disk cache
   bool interrupted_ = false;
@@ -184,6 +191,19 @@ void Trainer::build_model() {
   model_->to(device_);
 }
 
+// Rank 0's store, by its canonical path: readers (the studio) test the run's
+// lock by that path. Other stores than the default one are registered so the
+// studio and `expnet runs list` find the run (run_registry.h).
+void Trainer::open_store() {
+  const std::string path = options_.store_path.empty() ? options_.out_dir + "/runs.sqlite" : options_.store_path;
+  store_ = std::make_unique<RunStore>(fs::weakly_canonical(fs::absolute(path)).string());
+  try {
+    register_run_store(store_->path());
+  } catch (const std::exception& e) {
+    spdlog::warn("the run store is not registered: the studio's Runs page will not list it by itself: {}", e.what());
+  }
+}
+
 // --resume continues the run of that name from its latest checkpoint; a new run
 // gets its row (and its stages') in the store.
 void Trainer::open_run() {
@@ -191,15 +211,18 @@ void Trainer::open_run() {
     if (store_) {
       const auto existing = store_->find_run_by_name(config_.name);
       if (!existing) throw std::runtime_error("--resume: no run named '" + config_.name + "' in " + store_->path());
+      lock_ = std::make_unique<RunLock>(store_->path(), existing->id);  // before anything of the run changes
       run_id_ = existing->id;
     }
-    resume_from_latest();  // no checkpoint yet (killed early): the run starts over under its name
+    // No checkpoint yet (killed early): the run starts over under its name.
+    if (resume_from_latest() && store_) wall_offset_ = store_->find_run_by_name(config_.name)->wall_s;
     return;
   }
   if (checkpoints_.any())
     throw std::runtime_error("run folder '" + options_.out_dir + "' already has checkpoints: use --resume or another --out");
   if (!store_) return;
   run_id_ = store_->create_run(config_.name, config_.to_json(), fs::absolute(options_.out_dir).string());
+  lock_ = std::make_unique<RunLock>(store_->path(), run_id_);
   for (size_t i = 0; i < config_.stages.size(); ++i)
     store_->add_stage(run_id_, static_cast<int64_t>(i), config_.stages[i].name, config_.stages[i].to_json());
 }
@@ -406,9 +429,10 @@ void Trainer::apply_update(StageRun& run, StepFigures& step) {
 }
 
 void Trainer::log_step(const StageRun& run, const StepFigures& step, double images_per_s) {
+  const double wall_s = wall_offset_ + std::chrono::duration<double>(std::chrono::steady_clock::now() - wall_start_).count();
   if (store_)
     store_->log_step({run_id_, progress_.stage, progress_.epoch, progress_.global_step, step.loss,
-                      optimizer_->param_groups()[0].options().get_lr(), step.grad_norm, images_per_s, !step.finite});
+                      optimizer_->param_groups()[0].options().get_lr(), step.grad_norm, images_per_s, !step.finite, wall_s});
   draw_progress(run.stage, progress_.position, run.per_epoch, images_per_s, step.loss);
 }
 
@@ -496,8 +520,24 @@ TrainOutcome Trainer::run() {
   fs::create_directories(options_.out_dir);
   join_process_group();
   if (is_pnaic_run(config_)) prepare_pnaic();  // bad input fails here, before data and training
-  if (rank0())
-    store_ = std::make_unique<RunStore>(options_.store_path.empty() ? options_.out_dir + "/runs.sqlite" : options_.store_path);
+  if (rank0()) open_store();
+  try {
+    return train();
+  } catch (const std::exception& e) {
+    // Once the run is ours (locked), what stopped it is recorded with it; a
+    // run another trainer holds is not touched.
+    if (store_ && lock_) {
+      try {
+        store_->set_status(run_id_, "failed", e.what());
+      } catch (const std::exception& store_error) {
+        spdlog::warn("could not mark the run failed: {}", store_error.what());
+      }
+    }
+    throw;
+  }
+}
+
+TrainOutcome Trainer::train() {
   // Rank 0 generates a missing shapes set; the others wait for it (generation can outlast the collective timeout).
   if (group_ && !rank0()) group_->wait_flag("data", std::chrono::hours(1));
   data_ = load_train_data(config_, options_.out_dir, rank0());
@@ -510,6 +550,7 @@ TrainOutcome Trainer::run() {
     group_->barrier();  // every rank is ready (and rank 0 made its run) before the first step
   }
   if (store_) store_->set_status(run_id_, "running");
+  wall_start_ = std::chrono::steady_clock::now();
   auto old_int = std::signal(SIGINT, on_stop_signal);
   auto old_term = std::signal(SIGTERM, on_stop_signal);
   for (; progress_.stage < static_cast<int64_t>(config_.stages.size()); ++progress_.stage) {
@@ -537,6 +578,7 @@ TrainOutcome Trainer::finish() {
   }
   if (store_) store_->set_status(run_id_, outcome.status);
   if (group_) group_->barrier();  // nobody leaves before rank 0 has written final.pth
+  lock_.reset();  // the run is no longer live
   return outcome;
 }
 

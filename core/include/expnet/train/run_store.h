@@ -2,6 +2,10 @@
 // studio or `expnet runs show` read while the trainer writes) holding runs,
 // their configuration, stages, per-step figures, per-epoch validation metrics
 // and sample captions. Tables are documented in docs/training.md.
+// The schema carries a version (PRAGMA user_version, kRunStoreVersion): opening
+// a store of an older version copies it to <path>.v<N>.bak and then migrates it;
+// a newer version, or a file that is not a healthy run store, throws naming the
+// file and is never written to.
 #pragma once
 
 #include <cstdint>
@@ -12,17 +16,31 @@
 
 namespace expnet {
 
+constexpr int kRunStoreVersion = 2;
+
 struct RunInfo {
   int64_t id = 0;
+  // status as the trainer last wrote it: created | running | finished |
+  // interrupted | failed. A trainer killed with SIGKILL leaves "running":
+  // run_status() (run_lock.h) tells from the trainer's lock what is true now.
   std::string name, status, config_json, out_dir, created_at, updated_at;
+  std::string notes, tags;           // the user's; tags comma-separated as typed
+  std::string error;                 // why a failed run failed (empty otherwise)
   int64_t steps = 0;                 // step rows logged
+  int64_t last_step = 0;             // highest optimizer step logged (0: none)
   std::optional<double> best_cider;  // best validation CIDEr-D so far
+  int64_t best_stage = 0, best_epoch = 0;  // where best_cider was reached
+  double images_per_s = 0;           // mean over the logged steps (0: none)
+  double wall_s = 0;                 // training time: the last step's wall_s
 };
 
 struct StepRecord {
   int64_t run = 0, stage = 0, epoch = 0, step = 0;
   double loss = 0, lr = 0, grad_norm = 0, images_per_s = 0;
   bool skipped = false;  // NaN/inf guard: the update was not applied
+  // Seconds of training since the run started, when this step ended; a resumed
+  // run continues from the last logged step's figure. 0: not recorded (version 1 stores).
+  double wall_s = 0;
 };
 
 struct ValidationRecord {
@@ -52,7 +70,12 @@ class RunStore {
   RunInfo find_run(const std::string& name_or_id) const;
   std::optional<RunInfo> find_run_by_name(const std::string& name) const;
   std::vector<RunInfo> list_runs() const;
-  void set_status(int64_t run, const std::string& status);
+  // `error` is kept with status "failed" (and cleared by any other status).
+  void set_status(int64_t run, const std::string& status, const std::string& error = "");
+  void set_notes(int64_t run, const std::string& notes);
+  void set_tags(int64_t run, const std::string& tags);
+  // Throws naming the other run when `new_name` is taken (or empty).
+  void rename_run(int64_t run, const std::string& new_name);
 
   void add_stage(int64_t run, int64_t index, const std::string& name, const std::string& config_json);
   void log_step(const StepRecord& record);
@@ -71,6 +94,11 @@ class RunStore {
   struct Impl;
   std::unique_ptr<Impl> impl_;
 };
+
+// The schema version of the file at `path` without opening it for writing:
+// 0 when it has no run tables yet (an empty or absent file), -1 when it is not a
+// SQLite database. Never modifies the file.
+int run_store_file_version(const std::string& path);
 
 // <data_dir>/runs.sqlite (expnet/system/paths.h).
 std::string default_run_store_path();

@@ -1,0 +1,40 @@
+// Whether a run is being trained right now, from a lock the trainer holds
+// while it runs (never guessed from timestamps): an open file description lock
+// (fcntl F_OFD_SETLK) on <store path>.run<id>.lock. The kernel drops it when the
+// trainer exits in any way, SIGKILL included, so a reader that finds the lock
+// free and the stored status "running" knows the run was interrupted.
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+#include "expnet/train/run_store.h"
+
+namespace expnet {
+
+std::string run_lock_path(const std::string& store_path, int64_t run);
+
+// Held by the trainer (rank 0) from the run's creation or resume to its end.
+// Throws naming the holder's pid and host (written in the file) when another
+// process trains the same run.
+class RunLock {
+ public:
+  RunLock(const std::string& store_path, int64_t run);
+  ~RunLock();  // releases and removes the lock file
+  RunLock(const RunLock&) = delete;
+  RunLock& operator=(const RunLock&) = delete;
+
+ private:
+  std::string path_;
+  int fd_ = -1;
+};
+
+// True while some process holds the run's lock. Only tests the lock (F_OFD_GETLK):
+// never takes it, so it cannot get in a starting trainer's way.
+bool run_is_live(const std::string& store_path, int64_t run);
+
+// What is true now: "running" when live; a stored "running" or "created" whose
+// lock is free is "interrupted"; otherwise the stored status.
+std::string run_status(const RunInfo& run, bool live);
+
+}  // namespace expnet

@@ -1,0 +1,234 @@
+#include "runs/runactions.h"
+
+#include <QDir>
+#include <QFileDialog>
+#include <QFileInfo>
+#include <QHBoxLayout>
+#include <QtConcurrent>
+
+#include <exception>
+#include <memory>
+
+#include "common/actionbutton.h"
+#include "common/hintlabel.h"
+#include "common/theme.h"
+#include "expnet/train/run_csv.h"
+#include "expnet/train/run_store.h"
+#include "expnet/train/tfevents_writer.h"
+#include "runs/runstablemodel.h"
+
+RunActions::RunActions(QWidget* owner) : QWidget(owner), message_(new HintLabel) {
+  openBest_ = new ActionButton(QStringLiteral("Caption with best"), QKeySequence(Qt::CTRL | Qt::Key_B),
+                               QStringLiteral("Load the run's best checkpoint (checkpoints/best.pth) on the Caption page"),
+                               owner);
+  resume_ = new ActionButton(QStringLiteral("Resume"), QKeySequence(Qt::CTRL | Qt::SHIFT | Qt::Key_R),
+                             QStringLiteral("Continue an interrupted run from its last checkpoint on the Training page"),
+                             owner);
+  rename_ = new ActionButton(QStringLiteral("Rename"), QKeySequence(Qt::Key_F2),
+                             QStringLiteral("Rename the run (double-click tags or notes to edit them)"), owner);
+  delete_ = new ActionButton(QStringLiteral("Delete"), QKeySequence(QKeySequence::Delete),
+                             QStringLiteral("Move the run (its folder and its rows) to the trash of the data folder; "
+                                            "Undo delete brings it back"),
+                             owner);
+  undo_ = new ActionButton(QStringLiteral("Undo delete"), QKeySequence(QKeySequence::Undo),
+                           QStringLiteral("Bring back the run deleted last"), owner);
+  exportCsv_ = new ActionButton(QStringLiteral("Export CSV…"), QKeySequence(Qt::CTRL | Qt::Key_E),
+                                QStringLiteral("The run's steps and validation metrics as CSV (as expnet runs export --csv)"),
+                                owner);
+  exportTensorBoard_ = new ActionButton(
+      QStringLiteral("Export TensorBoard…"), QKeySequence(Qt::CTRL | Qt::SHIFT | Qt::Key_E),
+      QStringLiteral("The run's curves as a TensorBoard event file, for tensorboard --logdir DIR"), owner);
+  const std::pair<QPushButton*, void (RunActions::*)()> commands[] = {
+      {openBest_, &RunActions::openBestCheckpoint}, {resume_, &RunActions::resume},
+      {rename_, &RunActions::renameRequested},      {delete_, &RunActions::deleteRun},
+      {undo_, &RunActions::undoDelete}};
+  for (const auto& [button, command] : commands) connect(button, &QPushButton::clicked, this, command);
+  connect(exportCsv_, &QPushButton::clicked, this, [this] {
+    if (!current_) return;
+    const QString file = QFileDialog::getSaveFileName(this, QStringLiteral("Export the run's curves as CSV"),
+                                                      QString::fromStdString(current_->info.name) + QStringLiteral(".csv"),
+                                                      QStringLiteral("CSV (*.csv)"));
+    if (!file.isEmpty()) exportCsv(file);
+  });
+  connect(exportTensorBoard_, &QPushButton::clicked, this, [this] {
+    const QString dir = QFileDialog::getExistingDirectory(this, QStringLiteral("Folder for the TensorBoard event file"));
+    if (!dir.isEmpty()) exportTensorBoard(dir);
+  });
+  auto* layout = new QHBoxLayout(this);
+  layout->setContentsMargins(0, 0, 0, 0);
+  for (QPushButton* b : std::initializer_list<QPushButton*>{openBest_, resume_, rename_, delete_, undo_, exportCsv_,
+                                                            exportTensorBoard_})
+    layout->addWidget(b);
+  message_->setWordWrap(true);
+  layout->addWidget(message_, 1);
+  connect(&watcher_, &QFutureWatcher<QString>::finished, this, [this] {
+    const QString error = watcher_.result();
+    auto done = std::move(done_);
+    done_ = nullptr;
+    const QString text = done ? done(error) : error;
+    showMessage(text, !error.isEmpty());
+    updateButtons();
+    emit finished(error.isEmpty(), text, changesRuns_ && error.isEmpty(), std::exchange(select_, QString()));
+  });
+  updateButtons();
+}
+
+RunActions::~RunActions() { watcher_.waitForFinished(); }
+
+void RunActions::setCurrent(const RunRow* row) {
+  if (row)
+    current_ = *row;
+  else
+    current_.reset();
+  updateButtons();
+}
+
+QString RunActions::message() const { return message_->text(); }
+
+void RunActions::showMessage(const QString& text, bool error) {
+  message_->setText(text);
+  message_->setStyleSheet(error ? QStringLiteral("color: %1").arg(Theme::css(Theme::current().errorText())) : QString());
+}
+
+void RunActions::updateButtons() {
+  const bool idle = !watcher_.isRunning();
+  const RunRow* row = current_ ? &*current_ : nullptr;
+  const QDir folder(row ? QString::fromStdString(row->info.out_dir) : QString());
+  openBest_->setEnabled(idle && row && QFileInfo::exists(folder.filePath(QStringLiteral("checkpoints/best.pth"))));
+  resume_->setEnabled(idle && row && !row->live &&
+                      (row->status == QLatin1String("interrupted") || row->status == QLatin1String("failed")) &&
+                      QFileInfo::exists(folder.filePath(QStringLiteral("checkpoints/latest.json"))));
+  rename_->setEnabled(idle && row);
+  delete_->setEnabled(idle && row);
+  delete_->setTip(row && row->live ? QStringLiteral("A running run cannot be deleted: stop it first")
+                                   : QStringLiteral("Move the run (its folder and its rows) to the trash of the data "
+                                                    "folder; Undo delete brings it back"));
+  undo_->setEnabled(idle && !trashed_.isEmpty());
+  exportCsv_->setEnabled(idle && row && row->info.steps > 0);
+  exportTensorBoard_->setEnabled(idle && row && row->info.steps > 0);
+}
+
+void RunActions::run(const QString& busyText, std::function<void()> job, std::function<QString(const QString&)> done,
+                     bool changesRuns) {
+  if (watcher_.isRunning()) {
+    showMessage(QStringLiteral("Wait for the action in progress to finish."), true);
+    return;
+  }
+  showMessage(busyText, false);
+  done_ = std::move(done);
+  changesRuns_ = changesRuns;
+  watcher_.setFuture(QtConcurrent::run([job = std::move(job)]() -> QString {
+    try {
+      job();
+      return {};
+    } catch (const std::exception& e) {
+      return QString::fromStdString(e.what());
+    }
+  }));
+  updateButtons();
+}
+
+void RunActions::openBestCheckpoint() {
+  if (!current_) return;
+  const QString best = QDir(QString::fromStdString(current_->info.out_dir)).filePath(QStringLiteral("checkpoints/best.pth"));
+  if (!QFileInfo::exists(best)) {
+    showMessage(QStringLiteral("'%1' has no best checkpoint yet (it is written at the first validation).").arg(best), true);
+    return;
+  }
+  showMessage(QStringLiteral("Loading %1 on the Caption page.").arg(best), false);
+  emit openCheckpointRequested(best);
+}
+
+void RunActions::resume() {
+  if (!current_) return;
+  if (current_->live) {
+    showMessage(QStringLiteral("'%1' is running already.").arg(QString::fromStdString(current_->info.name)), true);
+    return;
+  }
+  emit resumeRequested(QString::fromStdString(current_->info.out_dir));
+}
+
+void RunActions::edit(const RunRow& row, int column, const QString& value) {
+  const std::string store = row.storePath.toStdString(), text = value.toStdString();
+  const int64_t id = row.info.id;
+  run(QStringLiteral("Saving…"),
+      [store, id, column, text] {
+        expnet::RunStore s(store);
+        if (column == RunsTableModel::Name)
+          s.rename_run(id, text);
+        else if (column == RunsTableModel::Tags)
+          s.set_tags(id, text);
+        else
+          s.set_notes(id, text);
+      },
+      [](const QString& error) { return error.isEmpty() ? QStringLiteral("Saved.") : error; }, true);
+}
+
+void RunActions::deleteRun() {
+  if (!current_) return;
+  const QString name = QString::fromStdString(current_->info.name);
+  if (current_->live) {
+    showMessage(QStringLiteral("'%1' is running: stop it on the Training page (or end its `expnet train`) before "
+                               "deleting it.").arg(name), true);
+    emit finished(false, message(), false, {});
+    return;
+  }
+  const std::string store = current_->storePath.toStdString(), id = std::to_string(current_->info.id);
+  auto trashed = std::make_shared<expnet::TrashedRun>();
+  run(QStringLiteral("Moving '%1' to the trash…").arg(name), [store, id, trashed] { *trashed = expnet::trash_run(store, id); },
+      [this, name, trashed](const QString& error) {
+        if (!error.isEmpty()) return error;
+        trashed_.append(*trashed);
+        return QStringLiteral("Deleted '%1': moved to %2. Undo delete (Ctrl+Z) brings it back.")
+            .arg(name, QString::fromStdString(trashed->trash_dir));
+      },
+      true);
+}
+
+void RunActions::undoDelete() {
+  if (trashed_.isEmpty()) return;
+  const expnet::TrashedRun last = trashed_.last();
+  const QString name = QString::fromStdString(last.run_name);
+  run(QStringLiteral("Restoring '%1'…").arg(name), [last] { expnet::restore_run(last); },
+      [this, name](const QString& error) {
+        if (!error.isEmpty()) return error;
+        trashed_.removeLast();
+        select_ = name;
+        return QStringLiteral("Restored '%1'.").arg(name);
+      },
+      true);
+}
+
+void RunActions::exportCsv(const QString& file) {
+  if (!current_) return;
+  const std::string store = current_->storePath.toStdString(), id = std::to_string(current_->info.id),
+                    path = file.toStdString();
+  run(QStringLiteral("Exporting…"),
+      [store, id, path] {
+        expnet::RunStore s(store);
+        expnet::write_run_csv_file(s, s.find_run(id), path);
+      },
+      [file](const QString& error) { return error.isEmpty() ? QStringLiteral("Exported to %1.").arg(file) : error; },
+      false);
+}
+
+void RunActions::exportTensorBoard(const QString& dir) {
+  if (!current_) return;
+  const std::string store = current_->storePath.toStdString(), id = std::to_string(current_->info.id),
+                    folder = dir.toStdString();
+  auto written = std::make_shared<expnet::TensorboardExport>();
+  run(QStringLiteral("Exporting…"),
+      [store, id, folder, written] {
+        expnet::RunStore s(store);
+        *written = expnet::write_tensorboard_events(s, s.find_run(id), folder);
+      },
+      [written, dir](const QString& error) {
+        return error.isEmpty()
+                   ? QStringLiteral("Wrote %1 (%2 values): tensorboard --logdir %3 shows them.")
+                         .arg(QString::fromStdString(written->path))
+                         .arg(written->scalars)
+                         .arg(dir)
+                   : error;
+      },
+      false);
+}
