@@ -23,7 +23,12 @@
 #include "runs/runcurves.h"
 #include "runs/runspage.h"
 #include "runs/runstablemodel.h"
+#include "caption/captionpage.h"
+#include "shell/mainwindow.h"
+#include "shell/studiocontext.h"
 #include "support/fixtures.h"
+#include "support/page_driving.h"
+#include "training/trainingpage.h"
 
 namespace {
 
@@ -357,6 +362,41 @@ class TestRunsPage : public QObject {
     after.start();
     while (after.elapsed() < 10000 && statusOf(page, "tiny-page") != QLatin1String("interrupted")) QTest::qWait(100);
     QCOMPARE(statusOf(page, "tiny-page"), QStringLiteral("interrupted"));
+  }
+
+  void actionsReachTheCaptionAndTrainingPages() {
+    // The run the previous test killed: its best checkpoint captions on the Caption
+    // page, and Resume continues it in the Training page's child process.
+    const QString out = dir_ + "/child";
+    QVERIFY(QFileInfo::exists(out + "/checkpoints/best.pth"));
+    QVERIFY(QFileInfo::exists(out + "/checkpoints/latest.json"));
+    StudioContext context;
+    MainWindow window(&context);
+    auto* page = qobject_cast<RunsPage*>(window.page(QStringLiteral("runs")));
+    QVERIFY(window.showPage(QStringLiteral("runs")));
+    QVERIFY(waitListing(*page));
+    QVERIFY(page->setCurrentRun(keyOf(*page, "tiny-page")));
+    page->actions()->openBestCheckpoint();
+    QCOMPARE(window.currentPage()->pageId(), QStringLiteral("caption"));
+    auto* caption = qobject_cast<CaptionPage*>(window.page(QStringLiteral("caption")));
+    QVERIFY(expnet_test::waitUntil([&] { return caption->modelLoaded() && !caption->isBusy(); }, 60000));
+    QVERIFY2(context.modelName().contains("best.pth"), qPrintable(context.modelName()));
+
+    auto* training = qobject_cast<TrainingPage*>(window.page(QStringLiteral("training")));
+    training->process()->setProgram(expnet_test::cliPath());
+    QVERIFY(window.showPage(QStringLiteral("runs")));
+    QVERIFY(page->setCurrentRun(keyOf(*page, "tiny-page")));
+    page->actions()->resume();
+    QCOMPARE(window.currentPage()->pageId(), QStringLiteral("training"));
+    QVERIFY2(training->process()->isRunning(), qPrintable(training->describe().value("message").toString()));
+    // Live again: the trainer holds the run's lock.
+    const QString key = keyOf(*page, "tiny-page");
+    QVERIFY2(expnet_test::waitUntil(
+        [&] { return expnet::run_is_live(key.section('#', 0, 0).toStdString(), key.section('#', 1).toLongLong()); },
+        60000), qPrintable(QJsonDocument(training->describe()).toJson()));
+    QSignalSpy ended(training->process(), &TrainingProcess::finished);
+    training->stop();
+    QVERIFY(ended.wait(60000));
   }
 };
 
