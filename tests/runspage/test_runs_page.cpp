@@ -144,6 +144,13 @@ class TestRunsPage : public QObject {
     page.setFilterText(QString());
     QVERIFY(page.describe().value("rows").toArray().size() >= 3);
 
+    // `expnet runs list` finds the same registered runs (not the store opened by hand without remembering it).
+    const auto cli = expnet_test::runProcess(expnet_test::cliPath(), {"runs", "list", "--json"});
+    QVERIFY2(cli.exitCode == 0, cli.err.constData());
+    QVERIFY(cli.out.contains("\"name\":\"alpha\"") && cli.out.contains("\"name\":\"beta\""));
+    QVERIFY(!cli.out.contains("\"name\":\"gamma\""));
+    QVERIFY(cli.out.contains("\"status\":\"finished\""));
+
     // Sorting by best CIDEr-D sorts numbers as numbers.
     page.table()->sortByColumn(RunsTableModel::BestCider, Qt::DescendingOrder);
     QCOMPARE(page.describe().value("rows").toArray().first().toObject().value("name").toString(), QStringLiteral("alpha"));
@@ -187,6 +194,27 @@ class TestRunsPage : public QObject {
     const QJsonArray captions = samples.value("rows").toArray().first().toObject().value("captions").toArray();
     QCOMPARE(captions.size(), 2);
     QCOMPARE(captions[0].toString(), QStringLiteral("alpha caption a"));
+  }
+
+  void exportsEqualTheCommandLines() {
+    RunsPage page;
+    QVERIFY(waitListing(page));
+    QVERIFY(page.setCurrentRun(keyOf(page, "alpha")));
+    QSignalSpy done(page.actions(), &RunActions::finished);
+    const QString csv = dir_ + "/alpha.csv", tensorboard = dir_ + "/tb/alpha";
+    page.actions()->exportCsv(csv);
+    QVERIFY(done.wait(10000));
+    QVERIFY2(done.last().at(0).toBool(), qPrintable(page.actions()->message()));
+    const auto cli = expnet_test::runProcess(expnet_test::cliPath(), {"runs", "export", "alpha", "--csv"});
+    QVERIFY2(cli.exitCode == 0, cli.err.constData());
+    QCOMPARE(fileBytes(csv), cli.out);
+    QCOMPARE(cli.out.count("\nstep,"), 40);
+    page.actions()->exportTensorBoard(tensorboard);
+    QVERIFY(done.wait(10000));
+    QVERIFY2(done.last().at(0).toBool(), qPrintable(page.actions()->message()));
+    const QStringList files = QDir(tensorboard).entryList({"events.out.tfevents.*"}, QDir::Files);
+    QCOMPARE(files.size(), 1);
+    QVERIFY(QFileInfo(tensorboard + "/" + files.first()).size() > 40 * 3 * 20);  // 40 steps x 3 scalars, and more
   }
 
   void configDiffFlattensNestedKeys() {
