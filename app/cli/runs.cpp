@@ -30,6 +30,10 @@ std::vector<std::string> store_paths(const Options& o) {
   if (!o.store.empty()) {
     if (!std::filesystem::exists(o.store))
       throw std::runtime_error("run store '" + o.store + "' does not exist: pass a runs.sqlite file (a run folder has one)");
+    // Reading must not turn an empty file into a store: only a trainer creates one.
+    if (std::filesystem::is_regular_file(o.store) && std::filesystem::file_size(o.store) == 0)
+      throw std::runtime_error("run store '" + o.store + "' is empty (0 bytes): it holds no runs; `expnet train --store " +
+                               o.store + "` makes it a run store, or pass another file");
     return {o.store};
   }
   std::vector<std::string> paths;

@@ -311,7 +311,8 @@ class TestRunsPage : public QObject {
 
   void badStoresShowTheirErrorAndAreNotWritten() {
     // A store of a newer version and a file that is not a store at all.
-    const QString newer = dir_ + "/newer.sqlite", broken = dir_ + "/broken.sqlite";
+    const QString newer = dir_ + "/newer.sqlite", broken = dir_ + "/broken.sqlite", empty = dir_ + "/empty.sqlite";
+    QFile(empty).open(QIODevice::WriteOnly);
     makeRun(newer, "future", config("x", 1e-3, 64), 10, 1.0);
     {
       sqlite3* db = nullptr;
@@ -327,15 +328,21 @@ class TestRunsPage : public QObject {
     RunsPage page;
     page.openStore(newer, false);
     page.openStore(broken, false);
+    page.openStore(empty, false);
     QVERIFY(waitListing(page));
     const QJsonArray problems = page.describe().value("problems").toArray();
-    QCOMPARE(problems.size(), 2);
+    QCOMPARE(problems.size(), 3);
     QString text;
     for (const auto& p : problems) text += p.toObject().value("error").toString() + "\n";
     QVERIFY2(text.contains("newer"), qPrintable(text));
     QCOMPARE(rowOf(page, "future"), -1);
     QCOMPARE(fileBytes(newer), newerBytes);
     QCOMPARE(fileBytes(broken), brokenBytes);
+    QCOMPARE(QFileInfo(empty).size(), 0);  // read, not made a store
+    const auto cli = expnet_test::runProcess(expnet_test::cliPath(), {"runs", "list", "--store", empty});
+    QVERIFY(cli.exitCode != 0);
+    QVERIFY2(cli.err.contains("empty (0 bytes)"), cli.err.constData());
+    QCOMPARE(QFileInfo(empty).size(), 0);
     QVERIFY(rowOf(page, "beta-lr") >= 0);
   }
 

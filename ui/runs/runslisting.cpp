@@ -17,8 +17,11 @@ namespace {
 
 // Opening a missing path would create an empty store: check first.
 expnet::RunStore openExisting(const QString& path) {
-  if (!QFileInfo(path).isFile())
+  const QFileInfo file(path);
+  if (!file.isFile())
     throw std::runtime_error("run store '" + path.toStdString() + "' does not exist (moved or deleted?)");
+  if (file.size() == 0)  // reading must not turn an empty file into a store
+    throw std::runtime_error("run store '" + path.toStdString() + "' is empty (0 bytes): it holds no runs");
   return expnet::RunStore(path.toStdString());
 }
 
