@@ -21,6 +21,7 @@
 #include <QtTest>
 
 #include "compare/comparepage.h"
+#include "expnet/system/system.h"
 #include "compare/modelslots.h"
 #include "compare/stepreplay.h"
 #include "shell/studiocontext.h"
@@ -243,6 +244,33 @@ class TestComparePage : public QObject {
     QVERIFY(waitIdle(page));
     QCOMPARE(page.describe()["rows"].toArray()[0].toObject()["modes"].toObject().keys(),
              QStringList({"aic-beam3", "aic-greedy", "pnaic-k2", "pnaic-k5"}));
+  }
+
+  // The Caption page's device (the studio's runtime) moves the compared models too.
+  void modelsFollowTheStudiosDevice() {
+    StudioContext context;
+    ComparePage page(&context);
+    page.show();
+    QVERIFY(waitIdle(page));
+    QCOMPARE(slotState(page, 0)["state"].toString(), QString("loaded"));
+    // On a build without CUDA every slot says why; with CUDA they load there.
+    const bool cuda = expnet_test::errorOf([] { expnet::check_device("cuda"); }).isEmpty();
+    context.setRuntime(QStringLiteral("cuda"), 1);
+    QCOMPARE(page.modelSlots()->device(), QString("cuda"));
+    QVERIFY(waitIdle(page));
+    for (int slot : {0, 1, 2}) {
+      const QJsonObject state = slotState(page, slot);
+      if (cuda) {
+        QCOMPARE(state["state"].toString(), QString("loaded"));
+      } else {
+        QCOMPARE(state["state"].toString(), QString("failed"));
+        QVERIFY2(state["message"].toString().contains("CUDA", Qt::CaseInsensitive),
+                 qPrintable(state["message"].toString()));
+      }
+    }
+    context.setRuntime(QStringLiteral("cpu"), 1);
+    QVERIFY(waitIdle(page));
+    for (int slot : {0, 1, 2}) QCOMPARE(slotState(page, slot)["state"].toString(), QString("loaded"));
   }
 
   // The page's fields and slots are remembered (QSettings) and come back, loaded.

@@ -145,7 +145,9 @@ void ModelSlots::requestLoad(int id, bool force) {
   if (!slots_.contains(id)) return;
   const SlotRequest request = requestOf(id);
   const SlotRequest& last = slots_[id].loaded;
-  if (!force && last.slot == id && last.spec == request.spec && last.vocab == request.vocab) return;
+  if (!force && last.slot == id && last.spec == request.spec && last.vocab == request.vocab &&
+      last.device == request.device)
+    return;
   slots_[id].loaded = request;
   if (request.spec.isEmpty()) {
     setState(id, QStringLiteral("empty"), QStringLiteral("Choose a checkpoint or a built-in model"));
@@ -154,6 +156,13 @@ void ModelSlots::requestLoad(int id, bool force) {
   }
   showLoading(id);
   emit loadRequested(request);
+}
+
+void ModelSlots::setDevice(const QString& device) {
+  if (device.isEmpty() || device == device_) return;
+  device_ = device;
+  for (auto it = slots_.begin(); it != slots_.end(); ++it)
+    if (it->loaded.slot == it.key() && !it->loaded.spec.isEmpty()) requestLoad(it.key(), false);
 }
 
 void ModelSlots::setState(int id, const QString& status, const QString& message) {

@@ -22,6 +22,10 @@ class ModelSlots : public QGroupBox {
   // `device`: where the slots' models are loaded (cpu, cuda, cuda:N).
   explicit ModelSlots(const QString& device, QWidget* parent = nullptr);
 
+  // Loads the slots' models again on `device` when it differs (the Caption
+  // page's device changed); slots never asked for stay unloaded.
+  void setDevice(const QString& device);
+  QString device() const { return device_; }
   // Adds a PNAIC slot holding `spec` and returns its id (the AIC slot is 0).
   int addPnaicSlot(const QString& spec);
   void removeSlot(int slot);
