@@ -90,7 +90,7 @@ const char* kTrickyKarpathy = R"({"dataset":"x","info":{"nested":[1,2,{"a":null,
   "sentences":[{"tokens":["ignored"],"raw":"A dog, on grass.","imgid":0,"sentid":0},{"raw":"a dog runs \u00e9t\u00e9 \"quoted\"\n"}]},
  {"filename":"b.jpg","imgid":7,"split":"restval","cocoid":2.5,"sentences":[{"raw":"Two dogs"},{"raw":"","tokens":["x","Y",3,"z"]}]},
  {"split":"val","filename":"c.jpg","sentences":[{"raw":"A CAT \u2014 on a mat!"}],"width":640,"height":480.5},
- {"filename":"d.jpg","split":"TEST","cocoid":14,"sentences":"none","extra":{"deep":[[[]]],"s":"\ud83d\ude00"}},
+ {"filename":"d.jpg","split":"TEST","cocoid":14,"sentences":[],"extra":{"deep":[[[]]],"s":"\ud83d\ude00"}},
  {"filename":"e\u002ejpg","split":"validation","cocoid":-3,"sentences":[{"tokens":["a","bird"]},{"raw":null,"tokens":["unicode","\u00dcn\u00efc\u00f6d\u00e9","日本"]}]},
  {"filename":"f.jpg","split":"train","filename":"g.jpg","cocoid":20,"width":32,"sentences":[{"raw":"first"}],"sentences":[{"raw":"second one"}]}
 ],"annotations_note":"not COCO"})";
@@ -255,6 +255,8 @@ class TestDatasetIndex : public QObject {
     QVERIFY2(error.contains("nocaption.json:3:") && error.contains("sentences[1]"), qPrintable(error));
     error = error_of("twice.json", "{\"images\":[{\"filename\":\"a.jpg\",\"split\":\"val\",\"cocoid\":5},\n\n{\"filename\":\"b.jpg\",\"split\":\"val\",\"cocoid\":5}]}");
     QVERIFY2(error.contains("twice.json:3:") && error.contains("appears twice"), qPrintable(error));
+    error = error_of("string.json", "{\"images\":[\n{\"filename\":\"a.jpg\",\"split\":\"val\",\"sentences\":\"a dog\"}]}");
+    QVERIFY2(error.contains("string.json:2:") && error.contains("sentences is not a list"), qPrintable(error));
     error = error_of("noimages.json", "{\"pictures\": []}");
     QVERIFY2(error.contains("noimages.json") && error.contains("\"images\""), qPrintable(error));
     QCOMPARE(QDir(dir).entryList({QStringLiteral("*.sqlite*")}, QDir::Files), QStringList{});  // nothing half-written

@@ -113,6 +113,16 @@ class TestDatasets : public QObject {
     QVERIFY2(error.contains("does not exist"), qPrintable(error));
     error = errorOf([&] { load_dataset(write(dir, "other.json", "[1,2]")); });
     QVERIFY2(error.contains("\"images\""), qPrintable(error));
+    // Captions given as a string instead of a list: said, not read as an image without captions.
+    error = errorOf([&] {
+      load_dataset(write(dir, "string.json", R"({"images":[{"filename":"a.jpg","split":"val","sentences":"a dog"}]})"));
+    });
+    QVERIFY2(error.contains("string.json") && error.contains("sentences is not a list"), qPrintable(error));
+    // A number beyond double's range: the file, the place and the text, not a bare library message.
+    error = errorOf([&] {
+      load_dataset(write(dir, "huge.json", "{\"images\":[\n{\"filename\":\"a.jpg\",\"split\":\"val\",\"cocoid\":1e400}]}"));
+    });
+    QVERIFY2(error.contains("huge.json:2:") && error.contains("1e400") && error.contains("too large"), qPrintable(error));
   }
 
   void cocoCaptionsReader() {

@@ -57,6 +57,20 @@ json parse_json_file(const std::string& path, const std::string& text) {
     const auto [line, column] = line_column(text, e.byte == 0 ? 0 : e.byte - 1);
     throw std::runtime_error(path + ":" + std::to_string(line) + ":" + std::to_string(column) +
                              ": not valid JSON (" + e.what() + "); fix the file or re-export it");
+  } catch (const json::out_of_range& e) {
+    // A number beyond double's range ("1e400"): the parser gives no position, the message names the text.
+    const std::string what = e.what();
+    const auto open = what.find('\''), close = what.rfind('\'');
+    std::string place = path;
+    if (open != std::string::npos && close > open) {
+      const auto at = text.find(what.substr(open + 1, close - open - 1));
+      if (at != std::string::npos) {
+        const auto [line, column] = line_column(text, at);
+        place += ":" + std::to_string(line) + ":" + std::to_string(column);
+      }
+    }
+    throw std::runtime_error(place + ": a number too large to read (" + what + "); write it as an integer or a "
+                             "string, as the format expects");
   }
 }
 

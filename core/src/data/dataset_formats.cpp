@@ -89,7 +89,10 @@ Dataset read_karpathy(const std::string& path, const json& doc) {
     if (entry.contains("width") && entry["width"].is_number_integer()) image.width = entry["width"].get<int>();
     if (entry.contains("height") && entry["height"].is_number_integer()) image.height = entry["height"].get<int>();
     const auto sentences = entry.find("sentences");
-    if (sentences != entry.end() && sentences->is_array()) {
+    if (sentences != entry.end() && !sentences->is_array())
+      throw std::runtime_error(where + ".sentences is not a list; write \"sentences\": [{\"raw\": \"a caption\"}, ...] "
+                               "(or [] for an image without captions)");
+    if (sentences != entry.end()) {
       image.captions.reserve(sentences->size());
       for (size_t s = 0; s < sentences->size(); ++s) {
         const json& sentence = (*sentences)[s];
@@ -285,8 +288,8 @@ Dataset read_jsonl(const std::string& path, const std::string& text) {
     json row;
     try {
       row = json::parse(line);
-    } catch (const json::parse_error& e) {
-      throw std::runtime_error(where + ": not a JSON object (" + std::string(e.what()) +
+    } catch (const json::exception& e) {  // parse errors, and numbers beyond double's range ("1e400")
+      throw std::runtime_error(where + ": not a JSON object we can read (" + std::string(e.what()) +
                                "); each line must be {\"image\": ..., \"caption\": ...}");
     }
     if (!row.is_object()) throw std::runtime_error(where + ": each line must be a JSON object {\"image\": ..., \"caption\": ...}");

@@ -164,10 +164,10 @@ struct KarpathyStream::State {
         (key == "width" ? width : height) = n ? std::optional<int>(static_cast<int>(*n)) : std::nullopt;
       } else if (key == "sentences") {
         image.captions.clear();
-        if (v.type().value() == od::json_type::array)
-          read_sentences(v.get_array(), place, image);
-        else
-          skip(v);
+        if (v.type().value() != od::json_type::array)
+          throw std::runtime_error(where(at) + " " + place + ".sentences is not a list; write \"sentences\": "
+                                   "[{\"raw\": \"a caption\"}, ...] (or [] for an image without captions)");
+        read_sentences(v.get_array(), place, image);
       } else {
         skip(v);
       }
