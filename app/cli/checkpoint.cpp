@@ -10,6 +10,7 @@
 #include <set>
 
 #include "command.h"
+#include "terminal_text.h"
 #include "expnet/checkpoint/pickler.h"
 #include "expnet/checkpoint/pth_file.h"
 #include "expnet/checkpoint/state_dict.h"
@@ -112,10 +113,11 @@ std::string shape_text(const std::vector<int64_t>& sizes) {
 
 void emit(const std::string& name, const pickle::TensorInfo& t, bool json) {
   if (json) {
-    std::cout << nlohmann::json{{"name", name}, {"dtype", pickle::dtype_name(t.storage->dtype)}, {"shape", t.sizes}}.dump()
+    std::cout << nlohmann::json{{"name", json_safe(name)}, {"dtype", pickle::dtype_name(t.storage->dtype)},
+                                {"shape", t.sizes}}.dump()
               << "\n";
   } else {
-    std::cout << name << "  " << pickle::dtype_name(t.storage->dtype) << " " << shape_text(t.sizes) << "\n";
+    std::cout << terminal_safe(name) << "  " << pickle::dtype_name(t.storage->dtype) << " " << shape_text(t.sizes) << "\n";
   }
 }
 
@@ -168,8 +170,8 @@ void run_inspect(const InspectArgs& args) {
   }
   const StateDictRef ref = find_state_dict(file.root(), path);
   if (!json) {
-    std::cout << path << ": " << file.format() << " format, state_dict "
-              << (ref.wrapper.empty() ? "at the top level" : "under '" + ref.wrapper + "'") << ", "
+    std::cout << terminal_safe(path) << ": " << file.format() << " format, state_dict "
+              << (ref.wrapper.empty() ? "at the top level" : "under '" + terminal_safe(ref.wrapper) + "'") << ", "
               << ref.entries.size() << " tensors\n";
     std::string carried;
     try {  // a bad entry is reported here; loading the model refuses it
@@ -184,14 +186,17 @@ void run_inspect(const InspectArgs& args) {
     if (file.root().is(pickle::Kind::Dict))
       for (const auto& [k, v] : file.root().entries)
         if (!(k->is(pickle::Kind::Str) && k->text == ref.wrapper) && !v->is(pickle::Kind::Tensor))
-          std::cout << "  " << pickle::describe(*k) << ": " << pickle::describe(*v, 2) << "\n";
+          std::cout << "  " << terminal_safe(pickle::describe(*k)) << ": " << terminal_safe(pickle::describe(*v, 2)) << "\n";
   }
   int64_t total = 0;
+  bool overflow = false;  // crafted shapes can sum past int64
   for (const auto& [name, info] : ref.entries) {
     emit(name, *info, json);
-    total += info->numel();
+    overflow = overflow || __builtin_add_overflow(total, info->numel(), &total);
   }
-  if (!json) std::cout << "total elements: " << total << "\n";
+  if (!json)
+    std::cout << "total elements: " << (overflow ? "more than 9223372036854775807 (the shapes cannot be real)" : std::to_string(total))
+              << "\n";
 }
 
 const bool registered = register_command({"checkpoint", 40, [](CLI::App& root) {

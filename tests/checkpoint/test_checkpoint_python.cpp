@@ -282,6 +282,25 @@ class TestCheckpointPython : public QObject {
     if (!global.isEmpty()) QVERIFY2(err.contains("refused") && err.contains("'" + global + "'"), qPrintable(err));
     QVERIFY(!QFile::exists(marker));
   }
+
+  // Tensor names are the file's text: printed with their escape sequences defused, and
+  // a sum of crafted shapes past int64 said so instead of a negative total.
+  void inspectDefusesNamesAndHugeTotals() {
+    const QString dir = expnet_test::makeTempDir("checkpoint-inspect-names");
+    const QString out = run_python({"-c", QStringLiteral(
+        "import torch, sys\n"
+        "big = torch.zeros(1).expand(2**62)\n"
+        "torch.save({'a\\x1b[31mred\\x07': torch.zeros(2), 'b': big, 'c': big}, sys.argv[1])\n"), dir + "/names.pth"});
+    QVERIFY2(!out.startsWith("python failed"), qPrintable(out));
+    const auto text = expnet_test::runProcess(expnet_test::cliPath(), {"checkpoint", "inspect", dir + "/names.pth"});
+    QVERIFY2(text.exitCode == 0, text.err.constData());
+    QVERIFY2(!text.out.contains('\x1b') && !text.out.contains('\x07'), text.out.constData());
+    QVERIFY2(text.out.contains("a\\x1b[31mred\\x07"), text.out.constData());
+    QVERIFY2(text.out.contains("total elements: more than"), text.out.constData());
+    const auto json = expnet_test::runProcess(expnet_test::cliPath(), {"checkpoint", "inspect", "--json", dir + "/names.pth"});
+    QVERIFY2(json.exitCode == 0, json.err.constData());
+    QVERIFY2(json.out.contains("\"a\\u001b[31mred\\u0007\""), json.out.constData());  // JSON's own escapes
+  }
 };
 
 QTEST_GUILESS_MAIN(TestCheckpointPython)
