@@ -7,6 +7,7 @@
 #include <iostream>
 
 #include "command.h"
+#include "terminal_text.h"
 #include "decode_options_cli.h"
 #include "expnet/decode/captioner.h"
 #include "expnet/image/image_inputs.h"
@@ -37,7 +38,7 @@ nlohmann::json groups_json(const Hypothesis& h, const Vocabulary& vocab) {
 
 nlohmann::json to_json(const CaptionedImage& item, bool with_logprobs, const nlohmann::json& decoding,
                        const Vocabulary& vocab) {
-  if (!item.error.empty()) return {{"image", item.image}, {"error", item.error}};
+  if (!item.error.empty()) return {{"image", json_safe(item.image)}, {"error", json_safe(item.error)}};
   nlohmann::json captions = nlohmann::json::array();
   for (size_t i = 0; i < item.captions.size(); ++i) {
     const auto& h = item.captions[i];
@@ -47,7 +48,7 @@ nlohmann::json to_json(const CaptionedImage& item, bool with_logprobs, const nlo
     c["steps"] = item.steps;
     captions.push_back(std::move(c));
   }
-  return {{"image", item.image},
+  return {{"image", json_safe(item.image)},
           {"captions", captions},
           {"decoding", decoding},
           {"ms", {{"load", item.ms.load}, {"preprocess", item.ms.preprocess}, {"encode", item.ms.encode}, {"decode", item.ms.decode}}}};
@@ -73,12 +74,12 @@ void run(const RuntimeOptions& runtime, const CaptionArgs& args) {
   auto emit = [&](const CaptionedImage& item) {
     if (!item.error.empty()) {
       ++failed;
-      std::cerr << "error: " << item.image << ": " << item.error << "\n";
+      std::cerr << "error: " << terminal_safe(item.image) << ": " << terminal_safe(item.error) << "\n";
     }
     if (args.json) {
       std::cout << to_json(item, args.decode.token_logprobs, decoding, captioner->vocabulary()).dump() << std::endl;
     } else if (item.error.empty()) {
-      std::cout << item.image << "\t" << item.texts.front() << std::endl;
+      std::cout << terminal_safe(item.image) << "\t" << item.texts.front() << std::endl;
       for (size_t i = 1; i < item.texts.size(); ++i) std::cout << "\t" << item.texts[i] << std::endl;
     }
   };

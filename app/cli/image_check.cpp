@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "command.h"
+#include "terminal_text.h"
 #include "expnet/image/image_decode.h"
 #include "expnet/image/image_inputs.h"
 
@@ -26,9 +27,11 @@ struct CheckOptions {
 void report_error(const std::string& file, const std::string& reason, const std::string& message, bool json) {
   set_exit_code(1);
   if (json)
-    std::cout << nlohmann::json{{"image", file}, {"ok", false}, {"reason", reason}, {"error", message}}.dump() << std::endl;
+    std::cout << nlohmann::json{{"image", json_safe(file)}, {"ok", false}, {"reason", reason}, {"error", json_safe(message)}}
+                     .dump()
+              << std::endl;
   else
-    std::cout << "error  " << message << std::endl;
+    std::cout << "error  " << terminal_safe(message) << std::endl;
 }
 
 void check_one(const ImageInput& input, const CheckOptions& options, const ImageLoadOptions& load) {
@@ -42,10 +45,11 @@ void check_one(const ImageInput& input, const CheckOptions& options, const Image
   try {
     const cv::Mat rgb = load_image_rgb(input.path, load);
     if (options.json)
-      std::cout << nlohmann::json{{"image", file}, {"ok", true}, {"width", rgb.cols}, {"height", rgb.rows}}.dump()
+      std::cout << nlohmann::json{{"image", json_safe(file)}, {"ok", true}, {"width", rgb.cols}, {"height", rgb.rows}}
+                       .dump()
                 << std::endl;
     else
-      std::cout << "ok     " << file << " (" << rgb.cols << "x" << rgb.rows << " RGB)" << std::endl;
+      std::cout << "ok     " << terminal_safe(file) << " (" << rgb.cols << "x" << rgb.rows << " RGB)" << std::endl;
   } catch (const ImageError& e) {
     report_error(file, e.reason(), e.what(), options.json);
   }

@@ -2,6 +2,9 @@
 // authors' preprocessed tensor, and generated bad / unusual files.
 #include <unistd.h>
 
+#include <filesystem>
+#include <fstream>
+
 #include <QDir>
 #include <QFile>
 #include <QJsonArray>
@@ -613,6 +616,40 @@ class TestImage : public QObject {
     r = expnet_test::runProcess(expnet_test::cliPath(), {"image", "check", "--max-pixels", "100", good});
     QCOMPARE(r.exitCode, 1);
     QVERIFY2(r.out.contains("too_large"), r.out.constData());
+  }
+
+  // A file name that is not UTF-8 (byte 0xff) or holds a terminal escape: every line is still
+  // written, as valid JSON, with the odd bytes as \xNN; nothing else in the folder is lost.
+  void oddFileNamesNeverStopABatch() {
+    const std::string folder = (tmp_ + QStringLiteral("/cli_odd_names")).toStdString();
+    std::filesystem::create_directories(folder);
+    const Bytes png = encode(noiseBgr(8, 6, 2), ".png");
+    for (const std::string name : {"bad\xff.png", "esc\x1b[31m.png", "plain.png"}) {
+      std::ofstream out(folder + "/" + name, std::ios::binary);
+      out.write(reinterpret_cast<const char*>(png.data()), static_cast<std::streamsize>(png.size()));
+    }
+    auto r = expnet_test::runProcess(expnet_test::cliPath(), {"image", "check", "--json", QString::fromStdString(folder)});
+    QVERIFY2(r.exitCode == 0, r.err.constData());
+    const QList<QByteArray> lines = r.out.trimmed().split('\n');
+    QCOMPARE(lines.size(), 3);
+    QStringList images;
+    for (const auto& line : lines) {
+      const QJsonObject object = QJsonDocument::fromJson(line).object();
+      QVERIFY2(object["ok"].toBool(), line.constData());
+      images << object["image"].toString().section('/', -1);
+    }
+    images.sort();
+    QCOMPARE(images, QStringList({"bad\\xff.png", "esc\u001b[31m.png", "plain.png"}));
+    r = expnet_test::runProcess(expnet_test::cliPath(), {"image", "check", QString::fromStdString(folder)});
+    QCOMPARE(r.exitCode, 0);
+    QVERIFY2(!r.out.contains('\x1b') && !r.out.contains('\xff') && r.out.contains("esc\\x1b[31m.png"), r.out.constData());
+    // Captioning the folder: three captions, one JSON line each.
+    r = expnet_test::runProcess(expnet_test::cliPath(), {"caption", "--model", "demo", "--json", QString::fromStdString(folder)});
+    QVERIFY2(r.exitCode == 0, r.err.constData());
+    const QList<QByteArray> captions = r.out.trimmed().split('\n');
+    QCOMPARE(captions.size(), 3);
+    for (const auto& line : captions)
+      QVERIFY2(QJsonDocument::fromJson(line).object()["captions"].toArray().size() > 0, line.constData());
   }
 };
 
