@@ -38,7 +38,8 @@ void check_one(const ImageInput& input, const CheckOptions& options, const Image
   const std::string& file = input.display;
   // An unusable argument: a missing path gets the reader's own error; a
   // folder without images (or unreadable) is reported as such.
-  if (!input.error.empty() && std::filesystem::is_directory(input.path)) {
+  std::error_code not_a_folder;  // a symlink loop must not stop the batch
+  if (!input.error.empty() && std::filesystem::is_directory(input.path, not_a_folder)) {
     report_error(file, "no_images", "cannot use folder '" + file + "': " + input.error, options.json);
     return;
   }

@@ -643,6 +643,13 @@ class TestImage : public QObject {
     r = expnet_test::runProcess(expnet_test::cliPath(), {"image", "check", QString::fromStdString(folder)});
     QCOMPARE(r.exitCode, 0);
     QVERIFY2(!r.out.contains('\x1b') && !r.out.contains('\xff') && r.out.contains("esc\\x1b[31m.png"), r.out.constData());
+    // A symlink loop given by name is that argument's error; the files after it are still checked.
+    std::filesystem::create_symlink(folder + "/loop-b", folder + "/loop-a");
+    std::filesystem::create_symlink(folder + "/loop-a", folder + "/loop-b");
+    r = expnet_test::runProcess(expnet_test::cliPath(), {"image", "check", QString::fromStdString(folder + "/loop-a"),
+                                                         QString::fromStdString(folder + "/plain.png")});
+    QCOMPARE(r.exitCode, 1);
+    QVERIFY2(r.out.contains("symbolic links") && r.out.contains("ok     "), r.out.constData());
     // Captioning the folder: three captions, one JSON line each.
     r = expnet_test::runProcess(expnet_test::cliPath(), {"caption", "--model", "demo", "--json", QString::fromStdString(folder)});
     QVERIFY2(r.exitCode == 0, r.err.constData());

@@ -53,7 +53,9 @@ std::vector<ImageInput> expand_image_inputs(const std::vector<std::string>& argu
   for (const auto& given : arguments) {
     std::error_code error;
     const auto status = fs::status(given, error);
-    if (error || !fs::exists(status)) {
+    if (error && error != std::errc::no_such_file_or_directory) {
+      out.push_back({given, given, "cannot use it: " + error.message()});  // a symlink loop, no permission ...
+    } else if (error || !fs::exists(status)) {
       out.push_back({given, given, "no such file or folder"});
     } else if (fs::is_directory(status)) {
       expand_folder(given, out);
