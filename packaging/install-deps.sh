@@ -7,7 +7,7 @@ set -euo pipefail
 
 PACKAGES=(
   # toolchain
-  build-essential cmake ninja-build ccache pkg-config
+  build-essential cmake ninja-build ccache pkg-config help2man
   # engine
   libtorch-dev libgloo-dev libopenblas0-pthread
   libopencv-dev libsqlite3-dev nlohmann-json3-dev libcli11-dev libspdlog-dev libfmt-dev
@@ -19,6 +19,10 @@ PACKAGES=(
   # the demo model's held-out scenes (tests/demo); protobuf and crcmod read back
   # the TensorBoard event files (tests/tfevents)
   python3 python3-torch python3-numpy python3-pil python3-opencv python3-protobuf python3-crcmod
+  # the .deb (cmake/Packaging.cmake, packaging/deb.sh, tests/package): rsvg-convert
+  # renders the icon's PNG sizes; dpkg-shlibdeps (dpkg-dev) computes Depends; the
+  # package test runs lintian, appstreamcli and desktop-file-validate
+  librsvg2-bin dpkg-dev lintian appstream desktop-file-utils
 )
 
 missing=()

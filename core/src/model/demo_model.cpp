@@ -8,6 +8,27 @@
 namespace expnet {
 namespace fs = std::filesystem;
 
+namespace {
+
+// True when this executable lies in the build folder it was compiled in (but
+// not in CPack's staging tree there): only then may the source tree be used, so
+// an installed or extracted binary never reads the build machine's files.
+bool running_from_own_build_tree([[maybe_unused]] const fs::path& exe) {
+#if defined(EXPNET_SOURCE_RESOURCES_DIR) && defined(EXPNET_BINARY_DIR)
+  std::error_code ec;
+  const fs::path build = fs::weakly_canonical(fs::path(EXPNET_BINARY_DIR), ec);
+  if (ec || build.empty()) return false;
+  const fs::path rel = exe.lexically_relative(build);
+  if (rel.empty() || rel.is_absolute()) return false;
+  const std::string first = rel.begin()->string();
+  return first != ".." && first != "." && first != "_CPack_Packages";
+#else
+  return false;
+#endif
+}
+
+}  // namespace
+
 std::vector<std::string> demo_model_search_dirs() {
   std::vector<std::string> dirs;
   if (const char* env = std::getenv("EXPNET_RESOURCES"); env && *env) dirs.push_back((fs::path(env) / "demo").string());
@@ -15,7 +36,7 @@ std::vector<std::string> demo_model_search_dirs() {
   const fs::path exe = fs::read_symlink("/proc/self/exe", ec);
   if (!ec) dirs.push_back((exe.parent_path().parent_path() / "share" / "expnet" / "demo").string());
 #ifdef EXPNET_SOURCE_RESOURCES_DIR
-  dirs.push_back((fs::path(EXPNET_SOURCE_RESOURCES_DIR) / "demo").string());
+  if (!ec && running_from_own_build_tree(exe)) dirs.push_back((fs::path(EXPNET_SOURCE_RESOURCES_DIR) / "demo").string());
 #endif
   return dirs;
 }

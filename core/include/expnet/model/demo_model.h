@@ -12,8 +12,9 @@ namespace expnet {
 inline constexpr const char* kDemoModelFile = "demo_model.pth";
 
 // Where the file is looked for, in order: $EXPNET_RESOURCES/demo, then
-// <executable>/../share/expnet/demo (installed), then the source tree's
-// resources/demo (a build run from its build folder).
+// <executable>/../share/expnet/demo (installed or extracted package), then the
+// source tree's resources/demo only for a program inside its own build folder
+// (an installed or copied binary never reads the build machine's sources).
 std::vector<std::string> demo_model_search_dirs();
 // The first existing demo_model.pth; throws naming every place looked at.
 std::string demo_checkpoint_path();
