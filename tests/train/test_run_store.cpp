@@ -3,9 +3,12 @@
 // old, newer and damaged files (migration with its .bak, refusals that leave the
 // file byte for byte as it was); list_runs' speed on 50 runs x 10,000 steps.
 #include <QElapsedTimer>
+#include <QFileInfo>
+#include <QTemporaryDir>
 #include <QtTest>
 
 #include <sqlite3.h>
+#include <unistd.h>
 
 #include <atomic>
 #include <filesystem>
@@ -283,6 +286,35 @@ class TestRunStore : public QObject {
   }
 
   // The studio lists every run of every store: one query for 50 runs of 10,000 steps each.
+  // A store the user may not write: `expnet runs list` reads a current one; an older one,
+  // which would need migrating, is refused with what to do. Run as user nobody (root writes anything).
+  void readOnlyStoresAreReadNotMigrated() {
+    if (::geteuid() != 0 || !QFileInfo::exists("/usr/bin/setpriv")) QSKIP("needs root and setpriv to run as nobody");
+    QTemporaryDir dir;  // under /tmp: a folder user nobody may enter
+    QVERIFY(dir.isValid());
+    fs::permissions(dir.path().toStdString(), fs::perms(0755));
+    const std::string current = dir.path().toStdString() + "/current.sqlite", old = dir.path().toStdString() + "/old.sqlite";
+    {
+      RunStore store(current);
+      store.create_run("kept", "{}", "/tmp/kept");
+    }
+    exec_sql(old, kVersion1Schema);
+    const std::string oldBytes = file_bytes(old);
+    const auto as_nobody = [](const std::string& store) {
+      return expnet_test::runProcess("/usr/bin/setpriv", {"--reuid=65534", "--regid=65534", "--clear-groups",
+                                                          expnet_test::cliPath(), "runs", "list", "--store",
+                                                          QString::fromStdString(store)});
+    };
+    auto r = as_nobody(current);
+    if (r.err.contains("Permission denied") && !r.err.contains("run store")) QSKIP("user nobody cannot run the CLI here");
+    QVERIFY2(r.exitCode == 0 && r.out.contains("kept"), (r.out + r.err).constData());
+    r = as_nobody(old);
+    QVERIFY(r.exitCode != 0);
+    QVERIFY2(r.err.contains("read-only") && r.err.contains("chmod u+w"), r.err.constData());
+    QCOMPARE(file_bytes(old), oldBytes);
+    QVERIFY(!fs::exists(old + ".v1.bak"));
+  }
+
   void listRunsIsFastFor50RunsOf10000Steps() {
     const std::string path = expnet_test::makeTempDir("run_store_speed").toStdString() + "/runs.sqlite";
     {

@@ -272,6 +272,14 @@ sqlite::Database open_run_store(const std::string& path) {
   const std::string label = run_store_label(path);
   const Look look = look_at(path, true);
   refuse_unusable(label, look);
+  // A store this user may not write (chmod a-w, another user's file): read as it is, never migrated.
+  if (look.version > 0 && ::access(path.c_str(), W_OK) != 0) {
+    if (look.version < kRunStoreVersion)
+      throw std::runtime_error(label + ": read-only, and of schema " + std::to_string(look.version) +
+                               ", which must be upgraded before it is read; it was not modified. Make it writable "
+                               "(chmod u+w '" + path + "') or copy it to a folder of yours and open the copy");
+    return open_run_store_read_only(path);
+  }
   sqlite::Database db = sqlite::open(path, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_FULLMUTEX, label);
   const char* kJournal = "PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL;";
   // A new store is made in WAL mode from its first write; an old one is copied before anything changes.

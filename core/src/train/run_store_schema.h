@@ -16,8 +16,10 @@ namespace expnet {
 std::string run_store_label(const std::string& path);
 
 // A read-write connection to the store at `path` (created when absent) at
-// kRunStoreVersion, in WAL mode with a busy timeout. Throws std::runtime_error
-// naming the file, the reason and what to do; the file is then unmodified.
+// kRunStoreVersion, in WAL mode with a busy timeout; a read-only connection
+// when this user may not write the file (a current store only: an older one
+// cannot be migrated and is refused). Throws std::runtime_error naming the
+// file, the reason and what to do; the file is then unmodified.
 sqlite::Database open_run_store(const std::string& path);
 
 // A read-only connection that creates nothing beside the file (no -wal/-shm
