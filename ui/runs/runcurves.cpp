@@ -152,8 +152,6 @@ QStringList RunCurves::metrics() {
   return out;
 }
 
-QColor RunCurves::defaultColour(int index) { return Theme::current().runColour(index); }
-
 QCustomPlot* RunCurves::makePlot(const QString& metric, const QString& title, const QString& yLabel) {
   auto* plot = new QCustomPlot;
   plot->setObjectName(QStringLiteral("curves_") + metric);
@@ -219,7 +217,7 @@ void RunCurves::reserveReadoutHeight() {
 RunCurves::Run& RunCurves::addRun(RunSeriesInput input) {
   Run& run = runs_.emplace_back();
   run.input = std::move(input);
-  if (!run.input.colour.isValid()) run.input.colour = defaultColour(int(runs_.size()) - 1);
+  if (!run.input.colour.isValid()) run.input.colour = Theme::current().runColour(int(runs_.size()) - 1);
   const QColor colour = run.input.colour;
   QColor faint = colour;
   faint.setAlpha(60);

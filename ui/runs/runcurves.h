@@ -37,7 +37,7 @@ class PlotFollowing;
 struct RunSeriesInput {
   QString key;    // unique run id (RunRow::key)
   QString label;  // the legend's name
-  QColor colour;  // invalid: RunCurves::defaultColour(position in the runs)
+  QColor colour;  // invalid: Theme::runColour(position in the runs)
   std::vector<expnet::StepRecord> steps;              // as RunStore::steps returns them (by step)
   std::vector<expnet::ValidationRecord> validations;  // as RunStore::validations returns them
 };
@@ -51,8 +51,6 @@ class RunCurves : public QWidget {
 
   // The metrics, one chart each: loss, cider_d, bleu4, lr, images_per_s.
   static QStringList metrics();
-  // Theme::runColour(index): the colour of the index-th run.
-  static QColor defaultColour(int index);
 
   // Replaces every run (a new selection) and fits the charts. Long runs
   // (over 100,000 steps in all) are drawn a few runs per event-loop pass, so

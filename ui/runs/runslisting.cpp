@@ -64,7 +64,8 @@ RunsListing loadRunsListing(const QStringList& extraStores) {
   for (const QString& extra : extraStores) paths << QFileInfo(extra).absoluteFilePath();
   QSet<QString> seen;
   for (const QString& path : paths) {
-    const QString canonical = QFileInfo(path).canonicalFilePath().isEmpty() ? path : QFileInfo(path).canonicalFilePath();
+    const QString resolved = QFileInfo(path).canonicalFilePath();  // empty when the file is gone
+    const QString canonical = resolved.isEmpty() ? path : resolved;
     if (seen.contains(canonical)) continue;
     seen.insert(canonical);
     listing.stores << canonical;

@@ -186,7 +186,7 @@ void RunsPage::onListing(const RunsListing& listing) {
   problems_->setVisible(!problemLines.isEmpty());
   empty_->setVisible(listing.rows.empty());
   table_->setVisible(!listing.rows.empty());
-  if (table_->horizontalHeader()->sectionSize(RunsTableModel::Name) < 60 || pendingSelection_.size()) {
+  if (table_->horizontalHeader()->sectionSize(RunsTableModel::Name) < 60) {  // not sized yet (nor restored)
     table_->resizeColumnsToContents();
     table_->setColumnWidth(RunsTableModel::Name, std::max(table_->columnWidth(RunsTableModel::Name), 200));
     table_->setColumnWidth(RunsTableModel::Notes, std::min(table_->columnWidth(RunsTableModel::Notes), 260));
@@ -245,13 +245,9 @@ void RunsPage::applySelection() {
   const Theme theme = Theme::current();
   for (const QString& key : keys) {
     if (colours_.contains(key)) continue;
-    for (int i = 0;; ++i) {
-      const QColor colour = theme.runColour(i);
-      if (std::none_of(colours_.begin(), colours_.end(), [&](const QColor& c) { return c == colour; }) || i >= 10) {
-        colours_.insert(key, colour);
-        break;
-      }
-    }
+    int hue = 0;  // the first of the ten hues no selected run has, else they repeat
+    while (hue < 10 && std::find(colours_.cbegin(), colours_.cend(), theme.runColour(hue)) != colours_.cend()) ++hue;
+    colours_.insert(key, theme.runColour(hue < 10 ? hue : int(colours_.size())));
   }
   model_->setColours(colours_);
   for (auto it = details_.begin(); it != details_.end();) it = keys.contains(it.key()) ? std::next(it) : details_.erase(it);
@@ -295,23 +291,26 @@ void RunsPage::onDetails(QVector<RunDetails> details) {
 }
 
 void RunsPage::applyDetails(const QStringList& changedKeys) {
-  QVector<RunSeriesInput> series;
   QVector<RunColumn> columns;
-  QStringList keys;
   for (const QString& key : selectedKeys()) {
     const RunRow* row = model_->row(model_->rowOfKey(key));
     const auto it = details_.constFind(key);
-    if (!row || it == details_.constEnd()) continue;
-    const QString label = QString::fromStdString(row->info.name);
-    columns.append({key, label, &it.value()});
-    series.append({key, label, colours_.value(key), it->steps, it->validations});
-    keys << key;
+    if (row && it != details_.constEnd()) columns.append({key, QString::fromStdString(row->info.name), &it.value()});
   }
-  // The same runs with new rows (a live run): only theirs are redrawn, and the view stays where the user put it.
+  // The rows are copied into the curves only for the runs that need drawing: tens of MB for long runs.
+  const auto input = [this](const RunColumn& column) {
+    return RunSeriesInput{column.key, column.label, colours_.value(column.key), column.details->steps,
+                          column.details->validations};
+  };
+  QStringList keys;
+  for (const auto& column : columns) keys << column.key;
   if (keys == curves_->runKeys()) {
-    for (const auto& run : series)
-      if (changedKeys.contains(run.key)) curves_->updateRun(run);
+    // The same runs with new rows (a live run): only theirs are redrawn, and the view stays where the user put it.
+    for (const auto& column : columns)
+      if (changedKeys.contains(column.key)) curves_->updateRun(input(column));
   } else {
+    QVector<RunSeriesInput> series;
+    for (const auto& column : columns) series.append(input(column));
     curves_->setRuns(std::move(series));
   }
   configDiff_->setRuns(columns);
@@ -321,7 +320,7 @@ void RunsPage::applyDetails(const QStringList& changedKeys) {
 const RunRow* RunsPage::currentRow() const {
   const QModelIndex current = table_->selectionModel()->currentIndex();
   if (!current.isValid()) return nullptr;
-  return model_->row(model_->rowOfKey(current.data(RunsTableModel::KeyRole).toString()));
+  return model_->row(proxy_->mapToSource(current).row());
 }
 
 void RunsPage::updateCurrent() { actions_->setCurrent(currentRow()); }
@@ -377,7 +376,7 @@ bool RunsPage::isBusy() const {
 QJsonObject RunsPage::describe() const {
   QJsonArray rows;
   for (int r = 0; r < proxy_->rowCount(); ++r) {
-    const RunRow* row = model_->row(model_->rowOfKey(proxy_->index(r, 0).data(RunsTableModel::KeyRole).toString()));
+    const RunRow* row = model_->row(proxy_->mapToSource(proxy_->index(r, 0)).row());
     if (!row) continue;
     const auto& info = row->info;
     rows.append(QJsonObject{
