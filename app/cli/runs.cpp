@@ -4,7 +4,6 @@
 // each run folder's). Safe while a trainer writes.
 #include <nlohmann/json.hpp>
 
-#include <filesystem>
 #include <iomanip>
 #include <iostream>
 
@@ -27,15 +26,7 @@ struct Options {
 
 // The stores a command reads: --store, else every known one that exists.
 std::vector<std::string> store_paths(const Options& o) {
-  if (!o.store.empty()) {
-    if (!std::filesystem::exists(o.store))
-      throw std::runtime_error("run store '" + o.store + "' does not exist: pass a runs.sqlite file (a run folder has one)");
-    // Reading must not turn an empty file into a store: only a trainer creates one.
-    if (std::filesystem::is_regular_file(o.store) && std::filesystem::file_size(o.store) == 0)
-      throw std::runtime_error("run store '" + o.store + "' is empty (0 bytes): it holds no runs; `expnet train --store " +
-                               o.store + "` makes it a run store, or pass another file");
-    return {o.store};
-  }
+  if (!o.store.empty()) return {o.store};
   std::vector<std::string> paths;
   for (const auto& known : known_run_stores())
     if (known.exists) paths.push_back(known.path);
@@ -54,13 +45,13 @@ struct LocatedRun {
 LocatedRun locate(const Options& o) {
   const auto paths = store_paths(o);
   if (!o.store.empty()) {
-    auto store = std::make_unique<RunStore>(paths.front());
+    auto store = std::make_unique<RunStore>(paths.front(), RunStore::Open::existing);
     auto info = store->find_run(o.run);
     return {std::move(store), std::move(info)};
   }
   std::vector<LocatedRun> found;
   for (const auto& path : paths) {
-    auto store = std::make_unique<RunStore>(path);
+    auto store = std::make_unique<RunStore>(path, RunStore::Open::existing);
     if (auto info = store->find_run_by_name(o.run)) found.push_back({std::move(store), std::move(*info)});
   }
   if (found.empty()) throw std::runtime_error("no run named '" + o.run + "' in the known run stores (see `expnet runs list`)");
@@ -90,7 +81,7 @@ void list(const Options& o) {
   for (const auto& path : store_paths(o)) {
     std::unique_ptr<RunStore> store;
     try {
-      store = std::make_unique<RunStore>(path);
+      store = std::make_unique<RunStore>(path, RunStore::Open::existing);
     } catch (const std::exception& e) {
       if (!o.store.empty()) throw;
       std::cerr << "warning: " << e.what() << "\n";  // one unreadable store does not hide the others

@@ -315,6 +315,19 @@ class TestRunStore : public QObject {
     QVERIFY(!fs::exists(old + ".v1.bak"));
   }
 
+  // Readers (expnet runs, the pages) open with Open::existing: nothing is created.
+  void readersNeverCreateAStore() {
+    const std::string dir = expnet_test::makeTempDir("run_store_existing").toStdString();
+    const std::string absent = dir + "/absent.sqlite", empty = dir + "/empty.sqlite";
+    std::ofstream{empty};
+    QString error = expnet_test::errorOf([&] { RunStore store(absent, RunStore::Open::existing); });
+    QVERIFY2(error.contains("does not exist"), qPrintable(error));
+    QVERIFY(!fs::exists(absent));
+    error = expnet_test::errorOf([&] { RunStore store(empty, RunStore::Open::existing); });
+    QVERIFY2(error.contains("empty (0 bytes)"), qPrintable(error));
+    QCOMPARE(fs::file_size(empty), uintmax_t(0));
+  }
+
   void listRunsIsFastFor50RunsOf10000Steps() {
     const std::string path = expnet_test::makeTempDir("run_store_speed").toStdString() + "/runs.sqlite";
     {

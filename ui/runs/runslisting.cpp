@@ -13,20 +13,6 @@
 #include "expnet/train/run_lock.h"
 #include "expnet/train/run_registry.h"
 
-namespace {
-
-// Opening a missing path would create an empty store: check first.
-expnet::RunStore openExisting(const QString& path) {
-  const QFileInfo file(path);
-  if (!file.isFile())
-    throw std::runtime_error("run store '" + path.toStdString() + "' does not exist (moved or deleted?)");
-  if (file.size() == 0)  // reading must not turn an empty file into a store
-    throw std::runtime_error("run store '" + path.toStdString() + "' is empty (0 bytes): it holds no runs");
-  return expnet::RunStore(path.toStdString());
-}
-
-}  // namespace
-
 QString describeModelSize(const QJsonObject& config) {
   const QJsonObject model = config.value(QStringLiteral("model")).toObject();
   if (model.isEmpty()) return {};
@@ -70,7 +56,7 @@ RunsListing loadRunsListing(const QStringList& extraStores) {
     seen.insert(canonical);
     listing.stores << canonical;
     try {
-      const auto store = openExisting(canonical);
+      const auto store = expnet::RunStore(canonical.toStdString(), expnet::RunStore::Open::existing);
       for (auto& info : store.list_runs()) {
         RunRow row;
         row.storePath = canonical;
@@ -104,7 +90,7 @@ QVector<RunDetails> loadRunDetails(const QVector<RunRef>& runs) {
   }
   for (const auto& [path, indexes] : byStore) {
     try {
-      const auto store = openExisting(path);
+      const auto store = expnet::RunStore(path.toStdString(), expnet::RunStore::Open::existing);
       for (int i : indexes) {
         RunDetails& d = out[i];
         try {

@@ -8,20 +8,11 @@
 #include <algorithm>
 #include <stdexcept>
 
-namespace {
-expnet::RunStore openExisting(const QString& storePath) {
-  if (!QFileInfo(storePath).isFile())
-    throw std::runtime_error("run store '" + storePath.toStdString() +
-                             "' does not exist: pick a run folder (with runs.sqlite) or start a run");
-  return expnet::RunStore(storePath.toStdString());
-}
-}  // namespace
-
 RunSnapshot loadRunSnapshot(const QString& storePath, const QString& runName) {
   RunSnapshot s;
   s.storePath = storePath;
   try {
-    auto store = openExisting(storePath);
+    auto store = expnet::RunStore(storePath.toStdString(), expnet::RunStore::Open::existing);
     s.runs = store.list_runs();
     std::sort(s.runs.begin(), s.runs.end(), [](const auto& a, const auto& b) { return a.id > b.id; });
     if (runName.isEmpty()) {

@@ -5,6 +5,7 @@
 
 #include <sqlite3.h>
 
+#include <filesystem>
 #include <limits>
 #include <stdexcept>
 
@@ -27,9 +28,18 @@ struct RunStore::Impl {
   }
 };
 
-RunStore::RunStore(const std::string& path) : impl_(std::make_unique<Impl>()) {
+RunStore::RunStore(const std::string& path, Open mode) : impl_(std::make_unique<Impl>()) {
   impl_->path = path;
   impl_->label = run_store_label(path);
+  if (mode == Open::existing) {
+    std::error_code error;
+    if (!std::filesystem::is_regular_file(path, error))
+      throw std::runtime_error(impl_->label + " does not exist (moved or deleted?): pass a runs.sqlite file (a run "
+                               "folder has one)");
+    if (std::filesystem::file_size(path, error) == 0)
+      throw std::runtime_error(impl_->label + " is empty (0 bytes): it holds no runs; a trainer (`expnet train "
+                               "--store FILE`) makes it a run store");
+  }
   impl_->db = open_run_store(path);
 }
 

@@ -55,9 +55,12 @@ struct SampleCaption {
 
 class RunStore {
  public:
-  // Opens (creating when absent) the database at `path`; throws
-  // std::runtime_error naming the file when it cannot be opened or is not a run store.
-  explicit RunStore(const std::string& path);
+  // create: the trainer's, an absent file becomes a new store. existing: a
+  // reader's, an absent or empty (0-byte) file is refused, never made a store.
+  enum class Open { create, existing };
+  // Opens the database at `path`; throws std::runtime_error naming the file
+  // when it cannot be opened or is not a run store.
+  explicit RunStore(const std::string& path, Open mode = Open::create);
   ~RunStore();
   RunStore(const RunStore&) = delete;
   RunStore& operator=(const RunStore&) = delete;
