@@ -3,6 +3,7 @@
 #include <spdlog/sinks/stdout_color_sinks.h>
 #include <spdlog/spdlog.h>
 
+#include <csignal>
 #include <iostream>
 
 #include "command.h"
@@ -27,6 +28,9 @@ void print_version() {
 }  // namespace
 
 int main(int argc, char** argv) {
+  // Past `ulimit -f` writes fail with EFBIG and are reported (file, reason, exit 1)
+  // instead of SIGXFSZ killing the process silently; children inherit it.
+  std::signal(SIGXFSZ, SIG_IGN);
   expnet::restart_with_passive_openmp_wait(argv);
   expnet::keep_freed_memory_for_reuse();
   spdlog::set_default_logger(spdlog::stderr_color_mt("expnet"));

@@ -80,9 +80,13 @@ pickle::Value* PthWriter::ordered_dict(const NamedTensors& tensors) {
 void PthWriter::write(const std::string& path, const pickle::Value& root) {
   const std::string program = pickle::write(root);
   write_file_atomic(path, [&](std::ostream& os) {
+    // LibTorch's writer throws on a short write and then finishes the archive
+    // again in its destructor, where a second throw is std::terminate. So its
+    // writer function never fails: the stream keeps the first error (and
+    // swallows the rest) for write_file_atomic to report once the archive is done.
     caffe2::serialize::PyTorchStreamWriter writer([&os](const void* data, size_t size) -> size_t {
-      os.write(static_cast<const char*>(data), static_cast<std::streamsize>(size));
-      return os ? size : 0;
+      if (os) os.write(static_cast<const char*>(data), static_cast<std::streamsize>(size));
+      return size;
     });
     writer.writeRecord("data.pkl", program.data(), program.size());
     for (const auto& s : impl_->stored) {
@@ -90,7 +94,6 @@ void PthWriter::write(const std::string& path, const pickle::Value& root) {
       writer.writeRecord("data/" + s.key, storage.data(), storage.nbytes());
     }
     writer.writeEndOfFile();
-    if (!os) throw std::runtime_error(path + ": write failed (disk full?)");
   });
 }
 

@@ -36,6 +36,7 @@ pid_t spawn(const LaunchOptions& o, int rank, int port) {
   if (pid > 0) return pid;
   // Child: die with the launcher, whatever kills it.
   prctl(PR_SET_PDEATHSIG, SIGTERM);
+  std::signal(SIGXFSZ, SIG_IGN);  // a rank's write past `ulimit -f` fails with EFBIG and is reported
   setenv("RANK", std::to_string(rank).c_str(), 1);
   setenv("LOCAL_RANK", std::to_string(rank).c_str(), 1);
   setenv("WORLD_SIZE", std::to_string(o.nproc).c_str(), 1);

@@ -231,6 +231,7 @@ bool Trainer::resume_from_latest() {
   auto point = checkpoints_.load_latest(*model_);
   if (!point) return false;
   progress_ = point->progress;
+  if (rank0()) checkpoints_.tidy(progress_.kept);
   if (point->has_optimizer) {
     const auto& stage = config_.stages.at(static_cast<size_t>(progress_.stage));
     optimizer_ = std::make_unique<RAdam>(trainable_parameters(*model_, stage.frozen_backbone), RAdamOptions(stage.lr));
@@ -586,6 +587,9 @@ TrainOutcome Trainer::finish() {
 
 TrainOutcome run_training(const TrainConfig& config, const TrainOptions& options) {
   g_stop_signal = 0;
+  // Past `ulimit -f` a write then fails with EFBIG, reported and recorded as the
+  // run's failure, instead of SIGXFSZ killing the trainer without a word.
+  std::signal(SIGXFSZ, SIG_IGN);
   Trainer trainer(config, options);
   return trainer.run();
 }

@@ -24,7 +24,9 @@ class PthWriter {
   pickle::Arena& arena();
   pickle::Value* tensor(const at::Tensor& tensor);
   pickle::Value* ordered_dict(const NamedTensors& tensors);
-  // Atomic (expnet/system/atomic_file.h). Throws std::runtime_error naming the file.
+  // Atomic (expnet/system/atomic_file.h). Throws std::runtime_error naming the
+  // file and the reason (a full disk, the file size limit); never terminates the
+  // process, and leaves no temporary file and the previous `path` intact.
   void write(const std::string& path, const pickle::Value& root);
 
  private:
