@@ -217,6 +217,19 @@ class TestCheckpointFaults : public QObject {
     QVERIFY(bytes(target) == bytes(reference_ + "/final.pth"));
     QCOMPARE(files_in(dir), QStringList{"exported.pth"});
   }
+
+  // The run store is the first file a run writes: past the limit it names the
+  // store and the reason (SQLite alone says "disk I/O error"), exit 1.
+  void fileSizeLimitOnTheRunStoreNamesTheReason() {
+    const QString dir = expnet_test::makeTempDir("faults_efbig_store");
+    for (const int blocks : {4, 40}) {
+      const QString out = dir + QStringLiteral("/out%1").arg(blocks);
+      const auto r = run_limited(blocks, train_args(out, false));
+      const QString why = QStringLiteral("ulimit -f %1: exit %2: %3").arg(blocks).arg(r.exitCode).arg(QString(r.err));
+      QVERIFY2(r.finished && r.exitCode == 1, qPrintable(why));
+      QVERIFY2(r.err.contains("runs.sqlite") && r.err.contains("ulimit -f"), qPrintable(why));
+    }
+  }
 };
 
 QTEST_GUILESS_MAIN(TestCheckpointFaults)

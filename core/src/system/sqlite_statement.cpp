@@ -2,9 +2,24 @@
 
 #include <sqlite3.h>
 
+#include <cstring>
 #include <stdexcept>
 
 namespace expnet::sqlite {
+namespace {
+
+// SQLite's "disk I/O error" hides the reason a user can act on (a full disk,
+// a file size limit): the system's own error is added when there is one.
+std::string system_reason(sqlite3* db) {
+  const int primary = sqlite3_extended_errcode(db) & 0xff;
+  const int system = sqlite3_system_errno(db);
+  if (primary != SQLITE_IOERR && primary != SQLITE_FULL) return "";
+  // A write cut short by a full disk or `ulimit -f` leaves no errno behind.
+  const std::string reason = system != 0 ? std::strerror(system) : "the disk may be full or a file size limit reached";
+  return " (" + reason + "; free disk space or raise the file size limit (`ulimit -f`), then retry)";
+}
+
+}  // namespace
 
 void CloseDatabase::operator()(sqlite3* db) const { sqlite3_close(db); }
 
@@ -22,7 +37,7 @@ Database open(const std::string& path, int flags, const std::string& label) {
 void exec(sqlite3* db, const std::string& label, const std::string& sql) {
   char* message = nullptr;
   if (sqlite3_exec(db, sql.c_str(), nullptr, nullptr, &message) != SQLITE_OK) {
-    const std::string text = message ? message : sqlite3_errmsg(db);
+    const std::string text = (message ? std::string(message) : std::string(sqlite3_errmsg(db))) + system_reason(db);
     sqlite3_free(message);
     throw std::runtime_error(label + ": " + text);
   }
@@ -76,7 +91,7 @@ Statement& Statement::check(int rc) {
 }
 
 void Statement::fail(const std::string& what) const {
-  throw std::runtime_error(label_ + ": " + what + ": " + sqlite3_errmsg(db_));
+  throw std::runtime_error(label_ + ": " + what + ": " + sqlite3_errmsg(db_) + system_reason(db_));
 }
 
 Transaction::Transaction(sqlite3* db, const std::string& label) : db_(db), label_(label) {
