@@ -8,10 +8,14 @@ set -euo pipefail
 PACKAGES=(
   # toolchain
   build-essential cmake ninja-build ccache pkg-config help2man
+  # the fuzzers (packaging/fuzz.sh, tests/fuzz): clang with libFuzzer and the sanitizer runtimes
+  clang-14 libclang-rt-14-dev
   # engine
   libtorch-dev libgloo-dev libopenblas0-pthread
   libopencv-dev libsqlite3-dev nlohmann-json3-dev libcli11-dev libspdlog-dev libfmt-dev
   libsimdjson-dev nettle-dev
+  # zip archives checked before LibTorch opens them (core/src/checkpoint/zip_entries.cpp)
+  libminizip-dev zlib1g-dev
   # studio
   qt6-base-dev libqt6sql6-sqlite libqcustomplot-dev libqcustomplot2.1-qt6
   libgl1-mesa-dev fonts-dejavu-core

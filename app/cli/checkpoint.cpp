@@ -8,6 +8,8 @@
 #include <iostream>
 #include <map>
 #include <set>
+#include <unordered_map>
+#include <unordered_set>
 
 #include "command.h"
 #include "terminal_text.h"
@@ -96,6 +98,13 @@ void run_export(const ExportArgs& args) {
   if (metadata.vocabulary_json) vocab_size = Vocabulary::from_json(*metadata.vocabulary_json, args.checkpoint).size();
   for (const auto& [name, tensor] : state)
     if (vocab_size == 0 && name == "vocab_linear.weight" && tensor.dim() == 2) vocab_size = tensor.size(0);
+  // Bounded before the model is built: a crafted [10^9, 0] tensor would make it allocate 256 GB.
+  constexpr int64_t kMaxVocabularySize = 1'000'000;
+  if (vocab_size > kMaxVocabularySize)
+    throw std::runtime_error(args.checkpoint + ": a vocabulary of " + std::to_string(vocab_size) +
+                             " words (the rows of vocab_linear.weight or the carried vocabulary) is more than the " +
+                             std::to_string(kMaxVocabularySize) +
+                             " a model may have; the file is damaged or not an ExpansionNet checkpoint");
   require_matching(expected_entries(config, std::max<int64_t>(vocab_size, 1)), state, args);
   save_checkpoint(args.out, state, metadata);
   const std::string carried =
@@ -122,19 +131,59 @@ void emit(const std::string& name, const pickle::TensorInfo& t, bool json) {
 }
 
 // Every tensor of the file, named by the keys that lead to it ("a/b/3").
-void walk(const pickle::Value& v, const std::string& path, int depth, bool json) {
-  if (depth > 64) return;
-  if (v.is(pickle::Kind::Tensor)) {
-    emit(path, v.tensor, json);
-  } else if (v.is(pickle::Kind::Dict)) {
-    for (const auto& [k, child] : v.entries)
-      walk(*child, (path.empty() ? "" : path + "/") + (k->is(pickle::Kind::Str) ? k->text : pickle::describe(*k)),
-           depth + 1, json);
-  } else if (v.is(pickle::Kind::List) || v.is(pickle::Kind::Tuple)) {
-    for (size_t i = 0; i < v.items.size(); ++i)
-      walk(*v.items[i], (path.empty() ? "" : path + "/") + std::to_string(i), depth + 1, json);
+// A container met again is not expanded again: a file of shared sub-objects
+// would otherwise list exponentially many paths, and a container inside itself
+// would never end. The second path is marked instead ("<same object as a/b>",
+// "<cycle: back to a>").
+class TensorWalk {
+ public:
+  explicit TensorWalk(bool json) : json_(json) {}
+
+  void visit(const pickle::Value& v, const std::string& path, int depth) {
+    if (v.is(pickle::Kind::Tensor)) {
+      emit(path, v.tensor, json_);
+      ++tensors_;
+      return;
+    }
+    const bool container = v.is(pickle::Kind::Dict) || v.is(pickle::Kind::List) || v.is(pickle::Kind::Tuple);
+    if (!container || depth > 64) return;
+    if (open_.count(&v)) return marker(path, "cycle_to", first_[&v]);
+    if (const auto it = first_.find(&v); it != first_.end()) {
+      if (tensors_under_[&v] > 0) marker(path, "same_as", it->second);  // nothing to point at otherwise
+      return;
+    }
+    first_.emplace(&v, path.size() > 160 ? path.substr(0, 160) + "..." : path);
+    open_.insert(&v);
+    const size_t before = tensors_;
+    const auto child = [&](const std::string& key) {
+      return (path.empty() ? "" : path + "/") + (key.size() > 200 ? key.substr(0, 200) + "..." : key);
+    };
+    if (v.is(pickle::Kind::Dict)) {
+      for (const auto& [k, item] : v.entries)
+        visit(*item, child(k->is(pickle::Kind::Str) ? k->text : pickle::describe(*k)), depth + 1);
+    } else {
+      for (size_t i = 0; i < v.items.size(); ++i) visit(*v.items[i], child(std::to_string(i)), depth + 1);
+    }
+    open_.erase(&v);
+    tensors_under_[&v] = tensors_ - before;
   }
-}
+
+ private:
+  void marker(const std::string& path, const char* kind, const std::string& target) {
+    const bool cycle = std::string(kind) == "cycle_to";
+    if (json_)
+      std::cout << nlohmann::json{{"name", json_safe(path)}, {kind, json_safe(target)}}.dump() << "\n";
+    else
+      std::cout << terminal_safe(path) << (cycle ? "  <cycle: back to " : "  <same object as ")
+                << terminal_safe(target.empty() ? "the root" : target) << ">\n";
+  }
+
+  bool json_;
+  size_t tensors_ = 0;
+  std::unordered_map<const pickle::Value*, std::string> first_;      // container -> its first path
+  std::unordered_map<const pickle::Value*, size_t> tensors_under_;   // tensors listed under it
+  std::unordered_set<const pickle::Value*> open_;                    // containers on the current path
+};
 
 // "AIC", or "PNAIC, K groups, DEL id N" from the configuration and vocabulary
 // a checkpoint of ours carries; "not recorded" for the authors' files.
@@ -165,7 +214,7 @@ void run_inspect(const InspectArgs& args) {
   const bool json = args.json;
   PthFile file(path);
   if (args.all) {
-    walk(file.root(), "", 0, json);
+    TensorWalk(json).visit(file.root(), "", 0);
     return;
   }
   const StateDictRef ref = find_state_dict(file.root(), path);
@@ -220,7 +269,9 @@ const bool registered = register_command({"checkpoint", 40, [](CLI::App& root) {
       group, "inspect", "List the state_dict entries (name, dtype, shape) of a .pth file", run_inspect);
   inspect->add_option("file", inspect_args->file, "Checkpoint (.pth)")->required()->check(CLI::ExistingFile);
   inspect->add_flag("--json", inspect_args->json, "One compact JSON object per entry: {\"name\",\"dtype\",\"shape\"}");
-  inspect->add_flag("--all", inspect_args->all, "Every tensor of the file (optimizer state too), named by its key path a/b/c");
+  inspect->add_flag("--all", inspect_args->all,
+                    "Every tensor of the file (optimizer state too), named by its key path a/b/c; a container "
+                    "met again is marked (<same object as a/b>, <cycle: back to a>), not listed again");
 }});
 
 }  // namespace

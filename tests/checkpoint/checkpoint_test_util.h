@@ -9,14 +9,11 @@
 
 #include <torch/torch.h>
 
+#include "sanitize/sanitize_test_util.h"
+
 namespace checkpoint_test {
 
-inline std::string read_bytes(const QString& path) {
-  QFile f(path);
-  if (!f.open(QIODevice::ReadOnly)) return {};
-  const QByteArray data = f.readAll();
-  return std::string(data.constData(), static_cast<size_t>(data.size()));
-}
+inline std::string read_bytes(const QString& path) { return sanitize_test::read_file(path); }
 
 inline void write_bytes(const QString& path, const std::string& bytes) {
   QFile f(path);

@@ -11,18 +11,14 @@
 #include "expnet/checkpoint/unpickler.h"
 #include "expnet/checkpoint/pickler.h"
 #include "expnet/checkpoint/vocabulary_file.h"
+#include "sanitize_test_util.h"
 #include "support/fixtures.h"
 
 using namespace expnet::pickle;
 
 namespace {
 
-std::string read_file(const QString& path) {
-  QFile f(path);
-  if (!f.open(QIODevice::ReadOnly)) return {};
-  const QByteArray data = f.readAll();
-  return std::string(data.constData(), static_cast<size_t>(data.size()));
-}
+using sanitize_test::read_file;
 
 std::string bin(std::initializer_list<int> bytes) {
   std::string out;

@@ -31,13 +31,17 @@ const DTypeRow& row(DType dtype) {
   return kDTypes[0];
 }
 
-// Python dict key identity: 1, 1.0 and True are the same key.
-bool hash_key(const Value& v, std::string& out, int depth) {
-  if (depth > 64) return false;
+enum class KeyHash { Ok, Unhashable, TooLarge };
+
+// Python dict key identity: 1, 1.0 and True are the same key. A tuple that
+// shares sub-objects expands here, so the identity's length is capped.
+KeyHash hash_key(const Value& v, std::string& out, int depth, size_t max_bytes) {
+  if (out.size() > max_bytes) return KeyHash::TooLarge;
+  if (depth > 64) return KeyHash::Unhashable;
   switch (v.kind) {
-    case Kind::None: out += 'N'; return true;
-    case Kind::Bool: out += 'I' + std::to_string(v.boolean ? 1 : 0) + ';'; return true;
-    case Kind::Int: out += 'I' + std::to_string(v.integer) + ';'; return true;
+    case Kind::None: out += 'N'; return KeyHash::Ok;
+    case Kind::Bool: out += 'I' + std::to_string(v.boolean ? 1 : 0) + ';'; return KeyHash::Ok;
+    case Kind::Int: out += 'I' + std::to_string(v.integer) + ';'; return KeyHash::Ok;
     case Kind::Float: {
       const double r = v.real;
       if (std::isfinite(r) && r == std::floor(r) && std::fabs(r) < 9.0e18) {
@@ -47,31 +51,60 @@ bool hash_key(const Value& v, std::string& out, int depth) {
         std::memcpy(&bits, &r, sizeof bits);
         out += 'F' + std::to_string(bits) + ';';
       }
-      return true;
+      return KeyHash::Ok;
     }
-    case Kind::Str: out += 'S' + std::to_string(v.text.size()) + ':' + v.text; return true;
-    case Kind::Bytes: out += 'B' + std::to_string(v.text.size()) + ':' + v.text; return true;
-    case Kind::Global: out += 'G' + std::to_string(v.text.size()) + ':' + v.text; return true;
+    case Kind::Str: case Kind::Bytes: case Kind::Global: {
+      if (v.text.size() > max_bytes - out.size()) return KeyHash::TooLarge;
+      out += (v.is(Kind::Str) ? 'S' : v.is(Kind::Bytes) ? 'B' : 'G') + std::to_string(v.text.size()) + ':' + v.text;
+      return KeyHash::Ok;
+    }
     case Kind::Tuple:
       out += "T(";
       for (const Value* item : v.items)
-        if (!hash_key(*item, out, depth + 1)) return false;
+        if (const KeyHash h = hash_key(*item, out, depth + 1, max_bytes); h != KeyHash::Ok) return h;
       out += ')';
-      return true;
+      return KeyHash::Ok;
     case Kind::Storage:
     case Kind::Tensor: {  // hashed by identity, as in Python
       char buf[32];
       std::snprintf(buf, sizeof buf, "P%p;", static_cast<const void*>(&v));
       out += buf;
-      return true;
+      return KeyHash::Ok;
     }
-    default: return false;
+    default: return KeyHash::Unhashable;
   }
 }
 
 bool mul_overflows(int64_t a, int64_t b, int64_t* out) { return __builtin_mul_overflow(a, b, out); }
 
 }  // namespace
+
+// The allow-list of the unpickler (expnet/checkpoint/unpickler.h).
+const std::vector<std::string>& allowed_globals() {
+  static const std::vector<std::string> kAllowed = {
+      "collections.OrderedDict",
+      "torch._utils._rebuild_tensor_v2",
+      "torch._utils._rebuild_tensor",
+      "torch._utils._rebuild_parameter",
+      "torch._utils._rebuild_parameter_with_state",
+      "torch.FloatStorage",
+      "torch.DoubleStorage",
+      "torch.HalfStorage",
+      "torch.BFloat16Storage",
+      "torch.LongStorage",
+      "torch.IntStorage",
+      "torch.ShortStorage",
+      "torch.CharStorage",
+      "torch.ByteStorage",
+      "torch.BoolStorage",
+      "torch.Size",
+      "_codecs.encode",  // protocol 2 writes bytes as _codecs.encode(str, 'latin1')
+      "builtins.set",
+      "builtins.frozenset",
+      "builtins.bytes",  // protocol 2 writes b'' as bytes()
+  };
+  return kAllowed;
+}
 
 const char* dtype_name(DType dtype) { return row(dtype).name; }
 size_t dtype_size(DType dtype) { return row(dtype).size; }
@@ -144,14 +177,21 @@ const Value* Value::find(std::string_view key) const {
   return it == index_.end() ? nullptr : entries[it->second].second;
 }
 
-void Value::dict_set(Value* key, Value* value) {
+size_t Value::dict_set(Value* key, Value* value, size_t max_key_bytes) {
   std::string hk;
-  if (!hash_key(*key, hk, 0)) throw PickleError(std::string("unhashable dict key of type ") + kind_name(key->kind));
+  const KeyHash h = hash_key(*key, hk, 0, max_key_bytes);
+  if (h == KeyHash::Unhashable) throw PickleError(std::string("unhashable dict key of type ") + kind_name(key->kind));
+  if (h == KeyHash::TooLarge)
+    throw KeyTooLargeError("a dict key expands to more than " + std::to_string(max_key_bytes) +
+                      " bytes (a tuple repeating shared sub-objects): the file is corrupt or hostile; a real key is a few "
+                      "values, re-save the file with torch.save if it is yours");
+  const size_t key_bytes = hk.size();
   const auto [it, inserted] = index_.emplace(std::move(hk), entries.size());
   if (inserted)
     entries.emplace_back(key, value);
   else
     entries[it->second].second = value;
+  return key_bytes;
 }
 
 Value* Arena::make(Kind kind) {

@@ -1,6 +1,8 @@
 // Protocol-2 pickler in torch.save's conventions, and describe().
 #include <cstring>
 #include <sstream>
+#include <unordered_map>
+#include <vector>
 
 #include "expnet/checkpoint/pickle_value.h"
 #include "expnet/checkpoint/unpickler.h"
@@ -14,6 +16,7 @@ class Writer {
   explicit Writer(int max_depth) : max_depth_(max_depth) {}
 
   std::string run(const Value& root) {
+    count_references(root);
     out_ += "\x80\x02";
     value(root, 0);
     out_ += '.';
@@ -124,8 +127,49 @@ class Writer {
     op('R');
   }
 
+  // Values referenced more than once are written once, then fetched from the
+  // memo (BINPUT/BINGET, as Python's pickle does): a document that shares
+  // sub-objects is written in proportion to its distinct values, not to their
+  // expansion (a read file can share exponentially). Iterative: no recursion.
+  void count_references(const Value& root) {
+    std::vector<const Value*> todo{&root};
+    while (!todo.empty()) {
+      const Value* v = todo.back();
+      todo.pop_back();
+      if (++references_[v] > 1) continue;
+      todo.insert(todo.end(), v->items.begin(), v->items.end());
+      for (const auto& [key, item] : v->entries) todo.insert(todo.end(), {key, item});
+      if (v->state) todo.push_back(v->state);
+    }
+  }
+  static bool memoizable(Kind kind) {
+    return kind == Kind::List || kind == Kind::Tuple || kind == Kind::Dict || kind == Kind::Set ||
+           kind == Kind::Str || kind == Kind::Bytes || kind == Kind::Tensor;
+  }
+  void memo_op(char short_op, char long_op, uint32_t index) {
+    if (index < 256) {
+      op(short_op);
+      le(index, 1);
+    } else {
+      op(long_op);
+      le(index, 4);
+    }
+  }
+
   void value(const Value& v, int depth) {
+    if (const auto it = memo_.find(&v); it != memo_.end()) return memo_op('h', 'j', it->second);  // BINGET
     if (depth > max_depth_) throw PickleError("pickle writer: nesting deeper than " + std::to_string(max_depth_));
+    if (++written_ > kMaxWrittenValues)
+      throw PickleError("pickle writer: more than " + std::to_string(kMaxWrittenValues) + " values to write");
+    body(v, depth);
+    if (memoizable(v.kind) && references_[&v] > 1) {  // BINPUT, once written (a cycle still hits the depth limit)
+      const auto index = static_cast<uint32_t>(memo_.size());
+      memo_.emplace(&v, index);
+      memo_op('q', 'r', index);
+    }
+  }
+
+  void body(const Value& v, int depth) {
     switch (v.kind) {
       case Kind::None: op('N'); return;
       case Kind::Bool: op(v.boolean ? '\x88' : '\x89'); return;
@@ -200,7 +244,11 @@ class Writer {
     }
   }
 
+  static constexpr size_t kMaxWrittenValues = 20'000'000;
   int max_depth_;
+  size_t written_ = 0;
+  std::unordered_map<const Value*, size_t> references_;
+  std::unordered_map<const Value*, uint32_t> memo_;
   std::string out_;
 };
 

@@ -5,15 +5,16 @@
 
 #include <caffe2/serialize/inline_container.h>
 
+#include <algorithm>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <map>
 #include <unordered_map>
 
-#include "expnet/checkpoint/unpickler.h"
 #include "expnet/checkpoint/pth_file.h"
 #include "expnet/checkpoint/unpickler.h"
+#include "expnet/checkpoint/zip_entries.h"
 
 namespace expnet {
 namespace {
@@ -59,6 +60,14 @@ int64_t storage_bytes(const pickle::StorageRef& ref, const std::string& path) {
 constexpr char kLegacyMagic[] = "\x80\x02\x8a\x0a\x6c\xfc\x9c\x46\xf9\x20\x6a\xa8\x50\x19\x2e";
 constexpr size_t kLegacyMagicSize = sizeof(kLegacyMagic) - 1;
 
+// data.pkl is inflated whole and unpickled: real ones are kilobytes to a few
+// megabytes (no tensor data), so this leaves room (docs/checkpoints.md).
+constexpr uint64_t kMaxDataPklBytes = uint64_t{64} << 20;
+
+bool ends_with(const std::string& s, const std::string& suffix) {
+  return s.size() >= suffix.size() && s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
+}
+
 }  // namespace
 
 at::ScalarType to_scalar_type(DType dtype) {
@@ -94,6 +103,14 @@ struct PthFile::Impl {
   std::unordered_map<std::string, at::Tensor> cache;           // key -> 1-D storage tensor
 
   void open_zip() {
+    // Every record's declared size and ratio, proven before LibTorch inflates
+    // anything (ZipError names the file, the entry and what to do).
+    for (const ZipEntry& entry : read_zip_entries_file(path))
+      if ((entry.name == "data.pkl" || ends_with(entry.name, "/data.pkl")) && entry.size > kMaxDataPklBytes)
+        throw file_error(path, "its " + entry.name + " holds " + std::to_string(entry.size) + " bytes (at most " +
+                                   std::to_string(kMaxDataPklBytes >> 20) +
+                                   " MiB: a real one has no tensor data and stays far below); the file is corrupt or "
+                                   "hostile, re-save the checkpoint with torch.save");
     try {
       reader = std::make_unique<caffe2::serialize::PyTorchStreamReader>(path);
     } catch (const std::exception& e) {
@@ -116,9 +133,13 @@ struct PthFile::Impl {
     legacy_bytes = read_all(path);
     const std::string_view all(legacy_bytes);
     size_t pos = kLegacyMagicSize, used = 0;
+    // The file's pickles share one budget: all four stay alive while it is read.
+    pickle::Limits limits;
     auto next = [&](const char* what) {
-      pickle::Document d = pickle::parse_prefix(all.substr(pos), path + ":" + what, &used);
+      pickle::Document d = pickle::parse_prefix(all.substr(pos), path + ":" + what, &used, limits);
       pos += used;
+      limits.max_budget_bytes -= std::min(limits.max_budget_bytes, d.budget_used);
+      limits.min_budget_bytes = std::min(limits.min_budget_bytes, limits.max_budget_bytes);
       return d;
     };
     const pickle::Document version = next("protocol version");

@@ -11,32 +11,9 @@
 namespace expnet::pickle {
 namespace {
 
-const std::vector<std::string> kAllowed = {
-    "collections.OrderedDict",
-    "torch._utils._rebuild_tensor_v2",
-    "torch._utils._rebuild_tensor",
-    "torch._utils._rebuild_parameter",
-    "torch._utils._rebuild_parameter_with_state",
-    "torch.FloatStorage",
-    "torch.DoubleStorage",
-    "torch.HalfStorage",
-    "torch.BFloat16Storage",
-    "torch.LongStorage",
-    "torch.IntStorage",
-    "torch.ShortStorage",
-    "torch.CharStorage",
-    "torch.ByteStorage",
-    "torch.BoolStorage",
-    "torch.Size",
-    "_codecs.encode",  // protocol 2 writes bytes as _codecs.encode(str, 'latin1')
-    "builtins.set",
-    "builtins.frozenset",
-    "builtins.bytes",  // protocol 2 writes b'' as bytes()
-};
-
 std::string allowed_list_text() {
   std::string out;
-  for (const auto& name : kAllowed) out += (out.empty() ? "" : ", ") + name;
+  for (const auto& name : allowed_globals()) out += (out.empty() ? "" : ", ") + name;
   return out;
 }
 
@@ -69,7 +46,8 @@ std::string printable(std::string_view text) {
 class Machine {
  public:
   Machine(std::string_view in, const std::string& source, const Limits& limits)
-      : in_(in), source_(source), limits_(limits), arena_(std::make_shared<Arena>()) {}
+      : in_(in), source_(source), limits_(limits), budget_(limits.budget_for(in.size())),
+        arena_(std::make_shared<Arena>()) {}
 
   Document run(size_t* consumed) {
     if (in_.empty()) fail("empty input: not a pickle");
@@ -78,17 +56,53 @@ class Machine {
       const auto op = static_cast<unsigned char>(take(1)[0]);
       if (op == '.') break;  // STOP
       step(op);
-      if (arena_->size() > limits_.max_values) fail("too many values (limit " + std::to_string(limits_.max_values) + ")");
+      charge_new_values();
     }
     if (!marks_.empty()) fail("STOP inside an unclosed MARK");
     if (stack_.size() != 1) fail("STOP with " + std::to_string(stack_.size()) + " values on the stack (expected 1)");
     if (consumed) *consumed = pos_;
-    return Document{arena_, stack_.back(), protocol_, storage_order_};
+    return Document{arena_, stack_.back(), protocol_, storage_order_, budget_.used()};
   }
 
  private:
   [[noreturn]] void fail(const std::string& why) const {
     throw PickleError(source_ + ": " + why + " (at byte " + std::to_string(op_pos_) + ")");
+  }
+
+  // The budget (Limits): charged before anything is copied, so a hostile
+  // program stops at the limit, in time and memory proportional to it.
+  [[noreturn]] void over_budget() const {
+    const size_t limit = budget_.limit();
+    fail("building its values would take more than " +
+         (limit >= (size_t{1} << 20) ? std::to_string(limit >> 20) + " MiB" : std::to_string(limit) + " bytes") +
+         " (the budget for a pickle of " + std::to_string(in_.size()) +
+         " bytes, docs/checkpoints.md \"Limits against hostile input\"): the file is corrupt or hostile "
+         "(values copied or shared over and over); a real checkpoint or vocabulary stays far below, re-save it "
+         "with torch.save if it is yours");
+  }
+  void charge(size_t count, size_t bytes_each) {
+    if (!budget_.charge(count, bytes_each)) over_budget();
+  }
+  void charge_new_values() {
+    const size_t made = arena_->size();
+    if (made > charged_values_) charge(made - charged_values_, Budget::kValueBytes);
+    charged_values_ = std::max(made, charged_values_);
+  }
+  // Dict insertion: the key's identity is capped by what the budget has left,
+  // and a tuple's (shared sub-objects expand there) by max_key_bytes too.
+  void set_item(Value* dict, Value* key, Value* value) {
+    const size_t room = budget_.limit() - budget_.used();
+    const size_t cap = key->is(Kind::Tuple) ? std::min(limits_.max_key_bytes, room) : room;
+    size_t key_bytes = 0;
+    try {
+      key_bytes = dict->dict_set(key, value, cap);
+    } catch (const KeyTooLargeError& e) {
+      if (cap == room) over_budget();
+      fail(e.what());
+    } catch (const PickleError& e) {
+      fail(e.what());
+    }
+    charge(1, Budget::kEntryBytes + key_bytes);
   }
 
   std::string_view take(size_t n) {
@@ -120,6 +134,10 @@ class Machine {
   }
 
   void push(Value* v) { stack_.push_back(v); }
+  void push_again(Value* v) {  // DUP, BINGET: a copy of a pointer
+    charge(1, Budget::kPointerBytes);
+    push(v);
+  }
   size_t floor() const { return marks_.empty() ? 0 : marks_.back(); }
   Value* pop() {
     if (stack_.size() <= floor()) fail("stack underflow");
@@ -135,6 +153,7 @@ class Machine {
     if (marks_.empty()) fail("missing MARK");
     const size_t m = marks_.back();
     marks_.pop_back();
+    charge(stack_.size() - m, Budget::kPointerBytes);  // the items move into a container
     std::vector<Value*> items(stack_.begin() + static_cast<std::ptrdiff_t>(m), stack_.end());
     stack_.resize(m);
     return items;
@@ -145,8 +164,9 @@ class Machine {
   }
 
   void memo_put(uint64_t index, Value* v) {
-    if (memo_.size() >= limits_.max_memo && !memo_.count(index)) fail("memo too large");
-    memo_[index] = v;
+    const auto [it, inserted] = memo_.emplace(index, v);
+    if (inserted) charge(1, 64);  // a hash node
+    it->second = v;
   }
   Value* memo_get(uint64_t index) {
     const auto it = memo_.find(index);
@@ -156,7 +176,8 @@ class Machine {
 
   Value* resolve_global(const std::string& module, const std::string& name) {
     const std::string full = python3_module(module) + "." + name;
-    if (std::find(kAllowed.begin(), kAllowed.end(), full) == kAllowed.end())
+    const auto& allowed = allowed_globals();
+    if (std::find(allowed.begin(), allowed.end(), full) == allowed.end())
       fail("refused to load the global '" + printable(full) +
            "': only plain data and tensors are allowed (" + allowed_list_text() +
            "). The file may be malicious or hold an unsupported Python object; it was not executed");
@@ -170,6 +191,7 @@ class Machine {
   }
   std::vector<int64_t> int_tuple(const Value* v, const char* what) {
     if (!v->is(Kind::Tuple) && !v->is(Kind::List)) fail(std::string(what) + " must be a tuple of ints");
+    charge(v->items.size(), sizeof(int64_t));
     std::vector<int64_t> out;
     for (const Value* item : v->items) out.push_back(as_int(item, what));
     return out;
@@ -251,6 +273,7 @@ class Machine {
     if (a.size() > 2) fail("_codecs.encode takes 2 arguments");
     // UTF-8 code points < 256 back to single bytes.
     const std::string& s = a[0]->text;
+    charge(s.size(), 1);  // one str can be encoded again and again
     std::string out;
     for (size_t i = 0; i < s.size(); ++i) {
       const auto c = static_cast<unsigned char>(s[i]);
@@ -271,6 +294,7 @@ class Machine {
     if (a.size() > 1) fail("set() takes at most 1 argument");
     if (!a.empty()) {
       if (!a[0]->is(Kind::List) && !a[0]->is(Kind::Tuple)) fail("set() needs a list");
+      charge(a[0]->items.size(), Budget::kPointerBytes);
       out->items = a[0]->items;
     }
     return out;
@@ -288,7 +312,7 @@ class Machine {
         for (Value* pair : a[0]->items) {
           if (!(pair->is(Kind::Tuple) || pair->is(Kind::List)) || pair->items.size() != 2)
             fail("OrderedDict() argument must be a list of pairs");
-          d->dict_set(pair->items[0], pair->items[1]);
+          set_item(d, pair->items[0], pair->items[1]);
         }
       }
       return d;
@@ -305,8 +329,11 @@ class Machine {
     }
     if (f == "torch.Size") {
       if (a.size() != 1) fail("torch.Size takes 1 argument");
+      const std::vector<int64_t> sizes = int_tuple(a[0], "torch.Size");
+      charge(sizes.size(), Budget::kValueBytes + Budget::kPointerBytes);
+      charged_values_ += sizes.size();
       Value* t = arena_->tuple();
-      for (const int64_t v : int_tuple(a[0], "torch.Size")) t->items.push_back(arena_->integer(v));
+      for (const int64_t v : sizes) t->items.push_back(arena_->integer(v));
       return t;
     }
     fail("'" + f + "' cannot be called (it is only allowed as a storage type)");
@@ -347,6 +374,8 @@ class Machine {
   size_t pos_ = 0, op_pos_ = 0;
   const std::string& source_;
   Limits limits_;
+  Budget budget_;
+  size_t charged_values_ = 0;
   std::shared_ptr<Arena> arena_;
   std::vector<Value*> stack_;
   std::vector<size_t> marks_;
@@ -370,7 +399,7 @@ void Machine::step(unsigned char op) {
       return;
     case '0': pop(); return;        // POP
     case '1': pop_mark(); return;   // POP_MARK
-    case '2': push(top()); return;  // DUP
+    case '2': push_again(top()); return;  // DUP
     case 'N': push(arena_->none()); return;
     case 0x88: push(arena_->boolean(true)); return;
     case 0x89: push(arena_->boolean(false)); return;
@@ -416,7 +445,7 @@ void Machine::step(unsigned char op) {
       auto items = pop_mark();
       if (items.size() % 2) fail("DICT with an odd number of items");
       Value* d = arena_->dict();
-      for (size_t i = 0; i < items.size(); i += 2) d->dict_set(items[i], items[i + 1]);
+      for (size_t i = 0; i < items.size(); i += 2) set_item(d, items[i], items[i + 1]);
       push(d);
       return;
     }
@@ -440,6 +469,7 @@ void Machine::step(unsigned char op) {
       Value* v = pop();
       Value* list = top();
       if (!list->is(Kind::List)) fail(std::string("APPEND to a ") + kind_name(list->kind));
+      charge(1, Budget::kPointerBytes);
       list->items.push_back(v);
       return;
     }
@@ -462,7 +492,7 @@ void Machine::step(unsigned char op) {
       Value* k = pop();
       Value* d = top();
       if (!d->is(Kind::Dict)) fail(std::string("SETITEM on a ") + kind_name(d->kind));
-      try { d->dict_set(k, v); } catch (const PickleError& e) { fail(e.what()); }
+      set_item(d, k, v);
       return;
     }
     case 'u': {  // SETITEMS
@@ -470,18 +500,14 @@ void Machine::step(unsigned char op) {
       Value* d = top();
       if (!d->is(Kind::Dict)) fail(std::string("SETITEMS on a ") + kind_name(d->kind));
       if (items.size() % 2) fail("SETITEMS with an odd number of items");
-      try {
-        for (size_t i = 0; i < items.size(); i += 2) d->dict_set(items[i], items[i + 1]);
-      } catch (const PickleError& e) {
-        fail(e.what());
-      }
+      for (size_t i = 0; i < items.size(); i += 2) set_item(d, items[i], items[i + 1]);
       return;
     }
     case 'q': memo_put(take_le(1), top()); return;  // BINPUT
     case 'r': memo_put(take_le(4), top()); return;  // LONG_BINPUT
     case 0x94: memo_put(memo_.size(), top()); return;  // MEMOIZE
-    case 'h': push(memo_get(take_le(1))); return;   // BINGET
-    case 'j': push(memo_get(take_le(4))); return;   // LONG_BINGET
+    case 'h': push_again(memo_get(take_le(1))); return;  // BINGET
+    case 'j': push_again(memo_get(take_le(4))); return;  // LONG_BINGET
     case 'c': {  // GLOBAL "module\nname\n"
       const std::string module(take_line());
       const std::string name(take_line());
@@ -540,7 +566,12 @@ void Machine::step(unsigned char op) {
 
 }  // namespace
 
-const std::vector<std::string>& allowed_globals() { return kAllowed; }
+size_t Limits::budget_for(size_t input_bytes) const {
+  const size_t proportional = input_bytes > max_budget_bytes / std::max<size_t>(budget_per_input_byte, 1)
+                                  ? max_budget_bytes
+                                  : input_bytes * budget_per_input_byte;
+  return std::min(max_budget_bytes, std::max(min_budget_bytes, proportional));
+}
 
 Document parse_prefix(std::string_view data, const std::string& source, size_t* consumed, const Limits& limits) {
   return Machine(data, source, limits).run(consumed);

@@ -36,6 +36,8 @@ struct Field {
 
 int64_t read_int(const json& value, const std::string& where) {
   if (!value.is_number_integer()) wrong_type(where, "an integer", value);
+  if (value.is_number_unsigned() && value.get<uint64_t>() > uint64_t(INT64_MAX))
+    throw std::invalid_argument(where + " is " + value.dump() + ", far outside its allowed range");
   return value.get<int64_t>();
 }
 
@@ -147,14 +149,7 @@ int64_t ModelConfig::total_enc_expansions() const {
 
 void ModelConfig::validate(const std::string& source) const {
   const auto fail = [&](const std::string& why) { throw std::invalid_argument(source + ": " + why); };
-  const std::vector<std::pair<const char*, int64_t>> positives = {
-      {"swin_img_size", swin_img_size},   {"swin_patch_size", swin_patch_size}, {"swin_in_chans", swin_in_chans},
-      {"swin_embed_dim", swin_embed_dim}, {"swin_window_size", swin_window_size}, {"final_swin_dim", final_swin_dim},
-      {"d_model", d_model},               {"N_enc", N_enc},                     {"N_dec", N_dec},
-      {"ff", ff},                         {"num_heads", num_heads},             {"num_exp_dec", num_exp_dec},
-      {"max_seq_len", max_seq_len}};
-  for (const auto& [name, value] : positives)
-    if (value <= 0) fail(std::string(name) + " must be positive, got " + std::to_string(value));
+  check_ranges(source);
   if (!(swin_mlp_ratio > 0)) fail("swin_mlp_ratio must be positive, got " + std::to_string(swin_mlp_ratio));
   if (swin_depths.empty()) fail("swin_depths must list at least one stage");
   if (swin_depths.size() != swin_num_heads.size())
@@ -191,6 +186,70 @@ void ModelConfig::validate(const std::string& source) const {
   if (num_exp_enc_list.empty()) fail("num_exp_enc_list must list at least one group");
   for (size_t i = 0; i < num_exp_enc_list.size(); ++i)
     if (num_exp_enc_list[i] <= 0) fail("num_exp_enc_list[" + std::to_string(i) + "] must be positive");
+  check_size(source);
+}
+
+// Each key against its range, before anything derived is computed (shifts,
+// products) and long before a model is built: a stored config of 10^9 heads
+// must not reach LibTorch's allocator.
+void ModelConfig::check_ranges(const std::string& source) const {
+  const auto check = [&](const std::string& name, int64_t value, int64_t max) {
+    if (value >= 1 && value <= max) return;
+    throw std::invalid_argument(source + ": " + name + (value <= 0 ? " must be positive, got " : " is ") +
+                                std::to_string(value) + (value <= 0 ? " (" : ", outside the ") + "allowed range 1.." +
+                                std::to_string(max) + (value <= 0 ? ")" : "") +
+                                "; fix the model configuration (a checkpoint's own: rewrite it with "
+                                "`expnet checkpoint export --model CONFIG`)");
+  };
+  const auto check_list = [&](const char* name, const std::vector<int64_t>& values, size_t max_count, int64_t max) {
+    if (values.size() > max_count)
+      throw std::invalid_argument(source + ": " + name + " lists " + std::to_string(values.size()) +
+                                  " values, outside the allowed range 1.." + std::to_string(max_count));
+    for (size_t i = 0; i < values.size(); ++i) check(std::string(name) + "[" + std::to_string(i) + "]", values[i], max);
+  };
+  check("swin_img_size", swin_img_size, 4096);
+  check("swin_patch_size", swin_patch_size, 64);
+  check("swin_in_chans", swin_in_chans, 16);
+  check("swin_embed_dim", swin_embed_dim, 1024);
+  check_list("swin_depths", swin_depths, 8, 64);
+  check_list("swin_num_heads", swin_num_heads, 8, 256);
+  check("swin_window_size", swin_window_size, 64);
+  check("final_swin_dim", final_swin_dim, 8192);
+  check("d_model", d_model, 8192);
+  check("N_enc", N_enc, 64);
+  check("N_dec", N_dec, 64);
+  check("ff", ff, 65536);
+  check("num_heads", num_heads, 256);
+  check_list("num_exp_enc_list", num_exp_enc_list, 16, 4096);
+  check("num_exp_dec", num_exp_dec, 4096);
+  check("max_seq_len", max_seq_len, 4096);
+  if (pnaic_groups > 0) check("pnaic_groups", pnaic_groups, 1024);  // negative: explained below
+  if (!(swin_mlp_ratio <= 16)) {
+    throw std::invalid_argument(source + ": swin_mlp_ratio is " + std::to_string(swin_mlp_ratio) +
+                                ", outside the allowed range (0, 16]");
+  }
+}
+
+// Keys in range can still multiply into a model no machine holds: the
+// dominant weight matrices, estimated, must stay under a ceiling.
+void ModelConfig::check_size(const std::string& source) const {
+  constexpr double kMaxParameters = 2e9;  // 8 GB of float32; the released model has 0.23e9
+  double swin = 0;
+  for (int64_t s = 0; s < num_stages(); ++s) {
+    const double dim = static_cast<double>(stage_dim(s));
+    swin += static_cast<double>(swin_depths[s]) * (4 + 2 * swin_mlp_ratio) * dim * dim + 8 * dim * dim;
+  }
+  const double d = static_cast<double>(d_model);
+  const double layer = 8 * d * d + 2 * d * static_cast<double>(ff);
+  const double captioner = static_cast<double>(N_enc + N_dec) * layer + static_cast<double>(final_swin_dim) * d;
+  const double total = swin + captioner;
+  if (total > kMaxParameters)
+    throw std::invalid_argument(source + ": the configuration would build about " +
+                                std::to_string(static_cast<int64_t>(total / 1e6)) + " million parameters (Swin " +
+                                std::to_string(static_cast<int64_t>(swin / 1e6)) + "M, captioner " +
+                                std::to_string(static_cast<int64_t>(captioner / 1e6)) + "M), more than the " +
+                                std::to_string(static_cast<int64_t>(kMaxParameters / 1e6)) +
+                                "M allowed; lower swin_embed_dim, swin_depths, d_model, ff, N_enc or N_dec");
 }
 
 ModelConfig ModelConfig::from_json(const std::string& text, const std::string& source) {

@@ -6,9 +6,10 @@
 // Safety: only an allow-list of globals can be named (see allowed_globals());
 // any other GLOBAL/STACK_GLOBAL (os.system, builtins.eval, ...) is refused
 // with a PickleError naming it; nothing is ever called. Hostile input is
-// bounded: lengths past the end of the input, memo indices, MARK nesting and
-// value counts are checked, and values live in an arena (no recursive
-// destruction, cycles cannot leak).
+// bounded: lengths past the end of the input, memo indices and MARK nesting
+// are checked, what the values cost is charged to a Budget proportional to the
+// input's size (docs/checkpoints.md, "Limits"), and values live in an arena (no
+// recursive destruction, cycles cannot leak).
 #pragma once
 
 #include <cstdint>
@@ -27,6 +28,11 @@ namespace expnet::pickle {
 class PickleError : public std::runtime_error {
  public:
   using std::runtime_error::runtime_error;
+};
+// A dict key whose identity passes the length dict_set was given.
+class KeyTooLargeError : public PickleError {
+ public:
+  using PickleError::PickleError;
 };
 
 // Element types of torch storages we can read ("FloatStorage" -> Float32 ...).
@@ -75,8 +81,12 @@ struct Value {
   bool is(Kind k) const { return kind == k; }
   // Dict lookup by string key; nullptr when absent or not a Dict.
   const Value* find(std::string_view key) const;
-  // Sets or replaces (Python semantics: equal keys replace). Throws for unhashable keys.
-  void dict_set(Value* key, Value* value);
+  // Sets or replaces (Python semantics: equal keys replace). Throws PickleError
+  // for unhashable keys, KeyTooLargeError for keys whose identity (shared
+  // sub-objects expanded) exceeds `max_key_bytes`. Returns the identity's
+  // length: what hashing the key cost, and at most what storing it holds.
+  size_t dict_set(Value* key, Value* value, size_t max_key_bytes = kMaxKeyBytes);
+  static constexpr size_t kMaxKeyBytes = size_t{1} << 20;
 
  private:
   friend class Arena;
@@ -102,6 +112,34 @@ class Arena {
 
  private:
   std::deque<Value> values_;
+};
+
+// What building one document may cost, in estimated bytes of memory: each
+// value, each element copied into a container or onto the stack, each dict
+// key's identity. The unpickler charges before it copies, so time and memory
+// stay proportional to the limit whatever the input shares or repeats.
+class Budget {
+ public:
+  // Bytes of one value in the arena (the Value and its share of the deque).
+  static constexpr size_t kValueBytes = sizeof(Value) + 8;
+  static constexpr size_t kPointerBytes = sizeof(Value*);
+  static constexpr size_t kEntryBytes = 2 * sizeof(Value*) + 64;  // dict entry + its index node
+
+  explicit Budget(size_t limit_bytes) : limit_(limit_bytes) {}
+  // False (and nothing charged) when `bytes` more would pass the limit.
+  bool charge(size_t bytes) {
+    if (bytes > limit_ - used_) return false;
+    used_ += bytes;
+    return true;
+  }
+  bool charge(size_t count, size_t bytes_each) {
+    return bytes_each == 0 || count <= (limit_ - used_) / bytes_each ? charge(count * bytes_each) : false;
+  }
+  size_t used() const { return used_; }
+  size_t limit() const { return limit_; }
+
+ private:
+  size_t limit_, used_ = 0;
 };
 
 }  // namespace expnet::pickle

@@ -61,6 +61,9 @@ struct ModelConfig {
 
   // Throws std::invalid_argument describing the first inconsistency
   // (e.g. d_model not divisible by num_heads), prefixed with `source`.
+  // Also bounds each key (d_model at most 8192, ...: check_ranges) and the
+  // estimated parameter count (check_size), so no path builds a model that
+  // cannot fit in memory; every checkpoint's stored config goes through it.
   void validate(const std::string& source = "model config") const;
 
   // Strict: unknown, missing or mistyped keys are errors naming the key.
@@ -69,6 +72,12 @@ struct ModelConfig {
   std::string to_json(int indent = 1) const;  // the reference's argument names
 
   bool operator==(const ModelConfig& other) const;
+
+ private:
+  void check_ranges(const std::string& source) const;
+  void check_size(const std::string& source) const;
+
+ public:
   bool operator!=(const ModelConfig& other) const { return !(*this == other); }
 };
 
