@@ -7,7 +7,7 @@
 #include <iostream>
 
 #include "command.h"
-#include "terminal_text.h"
+#include "expnet/text/terminal_text.h"
 #include "decode_options_cli.h"
 #include "expnet/decode/captioner.h"
 #include "expnet/image/image_inputs.h"
@@ -54,6 +54,29 @@ nlohmann::json to_json(const CaptionedImage& item, bool with_logprobs, const nlo
           {"ms", {{"load", item.ms.load}, {"preprocess", item.ms.preprocess}, {"encode", item.ms.encode}, {"decode", item.ms.decode}}}};
 }
 
+// A failure of the batch as a whole (out of memory in the encoder, ...) is
+// retried file by file, so that it becomes the error of the file that causes it.
+std::vector<CaptionedImage> caption_batch(Captioner& captioner, const std::vector<std::string>& paths,
+                                          const DecodingOptions& options, const ImageLoadOptions& image_options, int batch,
+                                          DecoderKind kind) {
+  try {
+    return captioner.caption_files(paths, options, image_options, batch, kind);
+  } catch (const std::exception& batch_error) {
+    std::vector<CaptionedImage> results(paths.size());
+    for (size_t i = 0; i < paths.size(); ++i) {
+      results[i].image = paths[i];
+      results[i].error = batch_error.what();
+      if (paths.size() == 1) continue;
+      try {
+        results[i] = std::move(captioner.caption_files({paths[i]}, options, image_options, 1, kind).front());
+      } catch (const std::exception& e) {
+        results[i].error = e.what();
+      }
+    }
+    return results;
+  }
+}
+
 void run(const RuntimeOptions& runtime, const CaptionArgs& args) {
   const auto inputs = expand_image_inputs(args.inputs);
   auto captioner = load_captioner(args.model, runtime);
@@ -93,7 +116,7 @@ void run(const RuntimeOptions& runtime, const CaptionArgs& args) {
       paths.push_back(inputs[i].path);
       displays.push_back(inputs[i].display);
     }
-    auto results = captioner->caption_files(paths, options, image_options, args.batch, kind);
+    auto results = caption_batch(*captioner, paths, options, image_options, args.batch, kind);
     for (size_t k = 0; k < results.size(); ++k) {
       results[k].image = displays[k];
       emit(results[k]);

@@ -12,7 +12,7 @@
 #include <unordered_set>
 
 #include "command.h"
-#include "terminal_text.h"
+#include "expnet/text/terminal_text.h"
 #include "expnet/checkpoint/pickler.h"
 #include "expnet/checkpoint/pth_file.h"
 #include "expnet/checkpoint/state_dict.h"

@@ -9,6 +9,7 @@
 
 #include "command.h"
 #include "dataset_options_cli.h"
+#include "expnet/text/terminal_text.h"
 #include "expnet/data/dataset.h"
 #include "expnet/data/shapes_dataset.h"
 
@@ -20,10 +21,11 @@ void print_stats(const Dataset& dataset, const DatasetStats& stats, int min_coun
     nlohmann::json histogram = nlohmann::json::object();
     for (const auto& [length, count] : stats.caption_length_histogram) histogram[std::to_string(length)] = count;
     nlohmann::json top = nlohmann::json::array();
-    for (const auto& [word, count] : stats.top_words) top.push_back({word, count});
-    nlohmann::json out = {{"source", dataset.source},
+    // Words and paths come from the dataset file: any bytes (json_safe, or dump() throws).
+    for (const auto& [word, count] : stats.top_words) top.push_back({json_safe(word), count});
+    nlohmann::json out = {{"source", json_safe(dataset.source)},
                           {"format", format_name(dataset.format)},
-                          {"image_root", dataset.image_root},
+                          {"image_root", json_safe(dataset.image_root)},
                           {"images", stats.images},
                           {"captions", stats.captions},
                           {"images_per_split", stats.images_per_split},
@@ -41,8 +43,8 @@ void print_stats(const Dataset& dataset, const DatasetStats& stats, int min_coun
     std::cout << out.dump() << std::endl;
     return;
   }
-  std::cout << "dataset: " << dataset.source << " (" << format_name(dataset.format) << ")\n"
-            << "image root: " << dataset.image_root << "\n"
+  std::cout << "dataset: " << terminal_safe(dataset.source) << " (" << format_name(dataset.format) << ")\n"
+            << "image root: " << terminal_safe(dataset.image_root) << "\n"
             << "images: " << stats.images << ", captions: " << stats.captions << "\n";
   for (const auto& [split, count] : stats.images_per_split)
     std::cout << "  " << std::left << std::setw(8) << split << std::right << std::setw(9) << count << " images "
@@ -59,7 +61,7 @@ void print_stats(const Dataset& dataset, const DatasetStats& stats, int min_coun
             << std::setprecision(4) << "coverage: " << 100.0 * stats.training_coverage << "% of training tokens, "
             << 100.0 * stats.eval_coverage << "% of val + test tokens\n"
             << "most frequent words:";
-  for (const auto& [word, count] : stats.top_words) std::cout << " " << word << "(" << count << ")";
+  for (const auto& [word, count] : stats.top_words) std::cout << " " << terminal_safe(word) << "(" << count << ")";
   std::cout << "\n";
 }
 

@@ -7,6 +7,7 @@
 
 #include "command.h"
 #include "dataset_options_cli.h"
+#include "expnet/text/terminal_text.h"
 #include "expnet/data/dataset.h"
 #include "expnet/data/dataset_index.h"
 
@@ -38,12 +39,12 @@ void run_index(const IndexArgs& args) {
     report = build_dataset_index_from_file(args.dataset.path, args.db, options, control);
   }
   if (args.json) {
-    std::cout << nlohmann::json({{"db", args.db}, {"images", report.images}, {"captions", report.captions},
+    std::cout << nlohmann::json({{"db", json_safe(args.db)}, {"images", report.images}, {"captions", report.captions},
                                  {"words", report.words}, {"seconds", report.seconds}})
                      .dump()
               << std::endl;
   } else {
-    std::cout << "wrote " << args.db << ": " << report.images << " images, " << report.captions << " captions, "
+    std::cout << "wrote " << terminal_safe(args.db) << ": " << report.images << " images, " << report.captions << " captions, "
               << report.words << " distinct words (" << report.seconds << " s)\n";
   }
 }
@@ -77,14 +78,18 @@ void run_query(const QueryArgs& args) {
   const int64_t pages = (page.total + query.page_size - 1) / query.page_size;
   if (args.json) {
     for (const auto& image : page.images) {
-      nlohmann::ordered_json line = {{"cocoid", image.cocoid}, {"filepath", image.filepath}, {"filename", image.filename},
-                                     {"split", image.split}, {"captions", image.captions}};
+      // Names and captions come from the dataset file: any bytes (json_safe, or dump() throws).
+      nlohmann::ordered_json captions = nlohmann::ordered_json::array();
+      for (const auto& caption : image.captions) captions.push_back(json_safe(caption));
+      nlohmann::ordered_json line = {{"cocoid", image.cocoid}, {"filepath", json_safe(image.filepath)},
+                                     {"filename", json_safe(image.filename)}, {"split", json_safe(image.split)},
+                                     {"captions", captions}};
       if (query.sort == IndexSort::caption_length || query.sort == IndexSort::caption_length_descending)
         line["caption_length"] = image.caption_length;
       if (!query.evaluation_db.empty()) {
         line["evaluated"] = image.evaluated;
         if (image.evaluated) {
-          line["model_caption"] = image.model_caption;
+          line["model_caption"] = json_safe(image.model_caption);
           line["cider_d"] = image.cider_d;
           line["bleu4"] = image.bleu4;
         }
@@ -97,14 +102,14 @@ void run_query(const QueryArgs& args) {
   }
   std::cout << page.total << " images match; page " << query.page << " of " << pages << "\n";
   for (const auto& image : page.images) {
-    std::cout << image.cocoid << "  " << image.split << "  " << (image.filepath.empty() ? "" : image.filepath + "/")
-              << image.filename;
+    std::cout << image.cocoid << "  " << terminal_safe(image.split) << "  "
+              << terminal_safe((image.filepath.empty() ? "" : image.filepath + "/") + image.filename);
     if (query.sort == IndexSort::caption_length || query.sort == IndexSort::caption_length_descending)
       std::cout << "  (" << image.caption_length << " words per caption)";
     std::cout << "\n";
     if (image.evaluated)
-      std::cout << "  model: " << image.model_caption << "  (CIDEr-D " << image.cider_d << ", BLEU-4 " << image.bleu4 << ")\n";
-    for (const auto& caption : image.captions) std::cout << "    " << caption << "\n";
+      std::cout << "  model: " << terminal_safe(image.model_caption) << "  (CIDEr-D " << image.cider_d << ", BLEU-4 " << image.bleu4 << ")\n";
+    for (const auto& caption : image.captions) std::cout << "    " << terminal_safe(caption) << "\n";
   }
 }
 

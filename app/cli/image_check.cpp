@@ -10,7 +10,7 @@
 #include <vector>
 
 #include "command.h"
-#include "terminal_text.h"
+#include "expnet/text/terminal_text.h"
 #include "expnet/image/image_decode.h"
 #include "expnet/image/image_inputs.h"
 
@@ -53,6 +53,11 @@ void check_one(const ImageInput& input, const CheckOptions& options, const Image
       std::cout << "ok     " << terminal_safe(file) << " (" << rgb.cols << "x" << rgb.rows << " RGB)" << std::endl;
   } catch (const ImageError& e) {
     report_error(file, e.reason(), e.what(), options.json);
+  } catch (const std::bad_alloc&) {  // this file's failure: the others are still checked
+    report_error(file, "too_large", "cannot use image '" + file + "': not enough memory to decode it: shrink it, or free memory and retry",
+                 options.json);
+  } catch (const std::exception& e) {
+    report_error(file, "error", "cannot use image '" + file + "': " + e.what() + ": check the file and retry", options.json);
   }
 }
 

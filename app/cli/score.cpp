@@ -116,7 +116,11 @@ void run(const Options& options) {
 
   auto start = Clock::now();
   EvalSet set;
-  for (const auto& [id, captions] : references) set.add_raw(id, candidates.at(id), captions);
+  try {
+    for (const auto& [id, captions] : references) set.add_raw(id, candidates.at(id), captions);
+  } catch (const CaptionTooLong& e) {
+    throw std::runtime_error((e.reference() < 0 ? options.candidates : options.references) + ": " + e.what());
+  }
   const double tokenize_ms = ms_since(start);
   start = Clock::now();
   const BleuScores bleu = compute_bleu(set);

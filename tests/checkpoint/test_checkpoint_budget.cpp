@@ -44,11 +44,14 @@ class TestCheckpointBudget : public QObject {
   void hostileFilesEndInAClearError_data() {
     QTest::addColumn<QString>("name");
     QTest::addColumn<QString>("expected");
-    QTest::newRow("torch.Size copies") << "size_copies.pth" << "MiB (the budget for a pickle of";
-    QTest::newRow("torch.Size copies, legacy") << "legacy_size_copies.pth" << "MiB (the budget for a pickle of";
-    QTest::newRow("millions of small values") << "small_values.pth" << "MiB (the budget for a pickle of";
-    QTest::newRow("shared dict key") << "shared_key.pth" << "a dict key expands to more than";
-    QTest::newRow("deflate bomb") << "deflate_bomb.pth" << "zip entry 'archive/data.pkl' would inflate";
+    const char* budget = "MiB (the budget for a pickle of";
+    const char* const cases[][3] = {  // row, file, expected text
+        {"torch.Size copies", "size_copies.pth", budget},
+        {"torch.Size copies, legacy", "legacy_size_copies.pth", budget},
+        {"millions of small values", "small_values.pth", budget},
+        {"shared dict key", "shared_key.pth", "a dict key expands to more than"},
+        {"deflate bomb", "deflate_bomb.pth", "zip entry 'archive/data.pkl' would inflate"}};
+    for (const auto& c : cases) QTest::newRow(c[0]) << QString(c[1]) << QString(c[2]);
   }
   void hostileFilesEndInAClearError() {
     QFETCH(QString, name);

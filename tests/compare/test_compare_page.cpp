@@ -20,6 +20,8 @@
 #include <QUrl>
 #include <QtTest>
 
+#include <filesystem>
+
 #include "compare/comparepage.h"
 #include "expnet/system/system.h"
 #include "compare/modelslots.h"
@@ -106,6 +108,25 @@ class TestComparePage : public QObject {
     }
     QVERIFY(rows[3].toObject()["error"].toString().contains("no such file"));
     QVERIFY(rows[3].toObject()["modes"].toObject().isEmpty());
+  }
+
+  // A dropped file whose name is not UTF-8 is captioned by every mode, not "no such file".
+  void droppedNonUtf8NameIsCaptioned() {
+    StudioContext context;
+    ComparePage page(&context);
+    page.resize(1200, 760);
+    page.show();
+    const std::string dir = expnet_test::makeTempDir("compare_non_utf8").toStdString();
+    const std::string name = dir + "/shape\xff.png";
+    std::filesystem::copy_file(images_[2].toStdString(), name, std::filesystem::copy_options::overwrite_existing);
+    expnet_test::dropUrls(page, {expnet_test::fileUrlOfBytes(name)});
+    QVERIFY(waitIdle(page));
+    const QJsonArray rows = page.describe()["rows"].toArray();
+    QCOMPARE(rows.size(), 1);
+    const QJsonObject row = rows[0].toObject();
+    QVERIFY2(row["error"].toString().isEmpty(), qPrintable(row["error"].toString()));
+    QCOMPARE(row["modes"].toObject()["aic-greedy"].toObject()["text"].toString(),
+             caption(images_[2], {"--model", "demo", "--search", "greedy"})["text"].toString());
   }
 
   // The step replay: AIC shows one word per step, PNAIC one word per group.

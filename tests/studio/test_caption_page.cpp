@@ -2,6 +2,8 @@
 // compare them with the engine's own captions for the same image and settings,
 // see a bad file fail on its row only, keep the UI responsive, export.
 #include <QClipboard>
+#include <QDragEnterEvent>
+#include <QDropEvent>
 #include <QComboBox>
 #include <QDesktopServices>
 #include <QDir>
@@ -22,6 +24,9 @@
 #include <QToolButton>
 #include <QUrl>
 #include <QtTest>
+
+#include <filesystem>
+#include <fstream>
 
 #include "shell/studiocontext.h"
 #include "caption/captionmodel.h"
@@ -230,6 +235,35 @@ class TestCaptionPage : public QObject {
     QCOMPARE(done.nbest.size(), qsizetype(expected.at(0).texts.size()));
     for (int i = 0; i < done.nbest.size(); ++i)
       QCOMPARE(done.nbest.at(i).toObject().value("text").toString(), QString::fromStdString(expected.at(0).texts.at(i)));
+  }
+
+  // A file whose name is not UTF-8 (byte 0xff), dropped from a file manager as a
+  // percent-encoded URL: captioned (Qt's own toLocalFile() would turn the byte into
+  // U+FFFD and the page said "no such file or folder"); a non-image with such a name
+  // gets its real error.
+  void droppedNonUtf8NameIsCaptioned() {
+    StudioContext context;
+    CaptionPage page(&context);
+    page.show();
+    QVERIFY(loadInto(page));
+    const std::string dir = expnet_test::makeTempDir("caption_non_utf8").toStdString();
+    const std::string good = dir + "/photo\xff.png", bad = dir + "/notes\xfe.png";
+    // (Qt cannot list these names, so a previous run's copies may still be there.)
+    std::filesystem::copy_file(image_.toStdString(), good, std::filesystem::copy_options::overwrite_existing);
+    std::ofstream(bad) << "this is not a PNG";
+    expnet_test::dropUrls(page, {expnet_test::fileUrlOfBytes(good), expnet_test::fileUrlOfBytes(bad)});
+    QTRY_VERIFY_WITH_TIMEOUT(page.model()->rowCount() == 2 && !page.isBusy(), kWaitMs);
+    const CaptionItem& done = page.model()->item(0);
+    QVERIFY2(int(done.status) == int(CaptionItem::Status::Done), qPrintable(done.error));
+    QVERIFY(!done.nbest.isEmpty() && !done.nbest.at(0).toObject().value("text").toString().isEmpty());
+    const CaptionItem& failed = page.model()->item(1);
+    QCOMPARE(int(failed.status), int(CaptionItem::Status::Failed));
+    QVERIFY2(failed.error.contains("not_an_image") && !failed.error.contains("no such file"), qPrintable(failed.error));
+    // The folder holding them, opened as a whole: walked in byte order, the same two outcomes.
+    page.addPaths({QString::fromStdString(dir)});
+    QTRY_VERIFY_WITH_TIMEOUT(page.model()->rowCount() == 4 && !page.isBusy(), kWaitMs);
+    QCOMPARE(int(page.model()->item(2).status), int(CaptionItem::Status::Failed));
+    QVERIFY2(int(page.model()->item(3).status) == int(CaptionItem::Status::Done), qPrintable(page.model()->item(3).error));
   }
 
   void uiStaysResponsiveWhileCaptioningAFolder() {

@@ -11,6 +11,8 @@
 #include <QWidget>
 #include <QtTest>
 
+#include <string>
+
 namespace expnet_test {
 
 // Runs the event loop until `done()` or `ms` pass; false on timeout.
@@ -26,10 +28,14 @@ bool waitUntil(Done done, int ms = 300000) {
 }
 
 // Drags `paths` onto the middle of `target` and drops them; both events must be accepted.
-inline void dropFiles(QWidget& target, const QStringList& paths) {
+// A file manager's file:// URL of a name given as bytes (%XX kept: a name
+// that is not UTF-8 stays exactly that name).
+inline QUrl fileUrlOfBytes(const std::string& path) {
+  return QUrl::fromEncoded("file://" + QByteArray::fromStdString(path).toPercentEncoding("/"));
+}
+
+inline void dropUrls(QWidget& target, const QList<QUrl>& urls) {
   QMimeData mime;
-  QList<QUrl> urls;
-  for (const auto& path : paths) urls << QUrl::fromLocalFile(path);
   mime.setUrls(urls);
   const QPointF centre(target.width() / 2.0, target.height() / 2.0);
   QDragEnterEvent enter(centre.toPoint(), Qt::CopyAction, &mime, Qt::LeftButton, Qt::NoModifier);
@@ -38,6 +44,12 @@ inline void dropFiles(QWidget& target, const QStringList& paths) {
   QDropEvent drop(centre, Qt::CopyAction, &mime, Qt::LeftButton, Qt::NoModifier);
   QCoreApplication::sendEvent(&target, &drop);
   QVERIFY(drop.isAccepted());
+}
+
+inline void dropFiles(QWidget& target, const QStringList& paths) {
+  QList<QUrl> urls;
+  for (const auto& path : paths) urls << QUrl::fromLocalFile(path);
+  dropUrls(target, urls);
 }
 
 }  // namespace expnet_test

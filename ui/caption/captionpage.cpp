@@ -34,6 +34,7 @@
 #include "common/formfields.h"
 #include "common/hintlabel.h"
 #include "common/imageintake.h"
+#include "common/localpath.h"
 #include "common/theme.h"
 #include "expnet/image/image_inputs.h"
 #include "expnet/model/demo_model.h"
@@ -253,12 +254,13 @@ void CaptionPage::onModelFailed(const QString& error) {
 
 void CaptionPage::addPaths(const QStringList& paths) {
   std::vector<std::string> arguments;
-  for (const auto& path : paths) arguments.push_back(path.toStdString());
+  // localPath*: a name that is not UTF-8 keeps its bytes (QString::toStdString would not).
+  for (const auto& path : paths) arguments.push_back(localPathBytes(path));
   QVector<CaptionItem> added;
   for (const auto& input : expnet::expand_image_inputs(arguments)) {
     CaptionItem item;
     item.display = QString::fromStdString(input.display);
-    item.path = QString::fromStdString(input.path);
+    item.path = localPathFromBytes(QByteArray::fromStdString(input.path));
     if (!input.error.empty()) {
       item.status = CaptionItem::Status::Failed;
       item.error = QString::fromStdString(input.error);

@@ -12,6 +12,7 @@
 
 #include <chrono>
 
+#include "common/localpath.h"
 #include "expnet/image/image_decode.h"
 #include "expnet/model/demo_model.h"
 #include "expnet/system/system.h"
@@ -133,7 +134,7 @@ QJsonObject CaptionWorker::captionOne(const CaptionJob& job, const expnet::Decod
   };
 
   auto start = Clock::now();
-  const cv::Mat rgb = expnet::load_image_rgb(job.path.toStdString());
+  const cv::Mat rgb = expnet::load_image_rgb(localPathBytes(job.path));  // the exact bytes of a non-UTF-8 name
   const at::Tensor input = captioner_->preprocess(rgb);
   const double preprocessMs = msSince(start);
   emit itemStarted(job.row, thumbnailOf(rgb));

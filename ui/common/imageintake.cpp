@@ -1,5 +1,7 @@
 #include "common/imageintake.h"
 
+#include "common/localpath.h"
+
 #include <QApplication>
 #include <QClipboard>
 #include <QDragEnterEvent>
@@ -18,9 +20,13 @@ ImageIntake::ImageIntake(QWidget* page, std::function<void(const QStringList&)> 
 }
 
 void ImageIntake::open() {
-  const QStringList files = QFileDialog::getOpenFileNames(
-      page_, QStringLiteral("Open images"), QString(),
-      QStringLiteral("Images (*.png *.jpg *.jpeg *.bmp *.gif *.webp *.tif *.tiff *.ppm *.pgm);;All files (*)"));
+  // URLs, not names: a native dialog's URL keeps the bytes of a non-UTF-8 name.
+  const QList<QUrl> urls = QFileDialog::getOpenFileUrls(
+      page_, QStringLiteral("Open images"), QUrl(),
+      QStringLiteral("Images (*.png *.jpg *.jpeg *.bmp *.webp *.tif *.tiff *.ppm *.pgm *.pbm *.pnm);;All files (*)"));
+  QStringList files;
+  for (const QUrl& url : urls)
+    if (url.isLocalFile()) files << localPathFromUrl(url);
   if (!files.isEmpty()) add_(files);
 }
 
@@ -52,7 +58,7 @@ QStringList ImageIntake::pathsOf(const QMimeData* mime) {
   QStringList paths;
   if (mime->hasUrls()) {
     for (const QUrl& url : mime->urls())
-      if (url.isLocalFile()) paths << url.toLocalFile();
+      if (url.isLocalFile()) paths << localPathFromUrl(url);  // keeps a non-UTF-8 name's bytes
     if (!paths.isEmpty()) return paths;
   }
   if (mime->hasText()) {

@@ -29,6 +29,7 @@
 #include "common/formfields.h"
 #include "common/hintlabel.h"
 #include "common/imageintake.h"
+#include "common/localpath.h"
 #include "common/theme.h"
 #include "compare/comparecharts.h"
 #include "compare/comparetable.h"
@@ -306,10 +307,12 @@ bool ComparePage::modelsReady() const {
 
 void ComparePage::addPaths(const QStringList& paths) {
   std::vector<std::string> arguments;
-  for (const auto& path : paths) arguments.push_back(path.toStdString());
+  // localPath*: a name that is not UTF-8 keeps its bytes (QString::toStdString would not).
+  for (const auto& path : paths) arguments.push_back(localPathBytes(path));
   QStringList images;
   for (const auto& input : expnet::expand_image_inputs(arguments)) {
-    const QString path = QString::fromStdString(input.error.empty() ? input.path : input.display);
+    const QString path = input.error.empty() ? localPathFromBytes(QByteArray::fromStdString(input.path))
+                                             : QString::fromStdString(input.display);
     if (table_->hasImage(path)) continue;
     table_->addImages({path});
     if (!input.error.empty())

@@ -3,6 +3,8 @@
 
 #include "compare/compareworker.h"
 
+#include "common/localpath.h"
+
 #include <QFileInfo>
 #include <QImageReader>
 #include <QJsonDocument>
@@ -80,12 +82,14 @@ void CompareWorker::compareImages(int batch, const QStringList& images, int beam
   }
   expnet::ComparisonRequest request;
   request.beam = beam;
-  for (const auto& image : images) request.images.push_back(image.toStdString());
+  for (const auto& image : images) request.images.push_back(localPathBytes(image));  // non-UTF-8 names keep their bytes
   request.cancelled = [this, batch] { return batch < firstLiveBatch_.load(); };
   request.captioned = [&](size_t index, const std::vector<expnet::ModeSummary>& modes) {
     QStringList names;
     for (const auto& mode : modes) names << QString::fromStdString(mode.name);
-    emit rowReady(batch, toJson(expnet::comparison_image_json(modes, index, request.images[index])), names);
+    QJsonObject entry = toJson(expnet::comparison_image_json(modes, index, request.images[index]));
+    entry[QStringLiteral("image")] = images[static_cast<int>(index)];  // the row's own name (JSON's is escaped)
+    emit rowReady(batch, entry, names);
   };
   try {
     const auto result = expnet::compare_decoding(*aic, pnaic, request);

@@ -13,6 +13,32 @@ namespace {
 
 using pickle::Kind;
 
+// Strict UTF-8 (RFC 3629: no overlong forms, no surrogates), what JSON, and so
+// Vocabulary::to_json, accepts: a pickle's str bytes are not checked by the unpickler.
+bool valid_utf8(std::string_view s) {
+  static constexpr char32_t kMin[] = {0, 0x80, 0x800, 0x10000};
+  size_t i = 0;
+  while (i < s.size()) {
+    const auto c = static_cast<unsigned char>(s[i]);
+    size_t more = 0;
+    char32_t cp = c;
+    if (c < 0x80) more = 0;
+    else if ((c & 0xE0) == 0xC0) more = 1, cp = c & 0x1F;
+    else if ((c & 0xF0) == 0xE0) more = 2, cp = c & 0x0F;
+    else if ((c & 0xF8) == 0xF0) more = 3, cp = c & 0x07;
+    else return false;
+    if (more >= s.size() - i) return false;
+    for (size_t k = 1; k <= more; ++k) {
+      const auto b = static_cast<unsigned char>(s[i + k]);
+      if ((b & 0xC0) != 0x80) return false;
+      cp = (cp << 6) | (b & 0x3F);
+    }
+    if (cp < kMin[more] || cp > 0x10FFFF || (cp >= 0xD800 && cp <= 0xDFFF)) return false;
+    i += more + 1;
+  }
+  return true;
+}
+
 std::string optional_str(const pickle::Value& root, const char* key, const char* fallback, const std::string& source) {
   const pickle::Value* v = root.find(key);
   if (!v) return fallback;
@@ -31,6 +57,9 @@ Vocabulary from_pickle(std::string_view bytes, const std::string& source) {
   list.reserve(words->items.size());
   for (const pickle::Value* w : words->items) {
     if (!w->is(Kind::Str)) throw std::runtime_error(source + ": idx2word_list holds a " + pickle::kind_name(w->kind));
+    if (!valid_utf8(w->text))
+      throw std::runtime_error(source + ": idx2word_list[" + std::to_string(list.size()) +
+                               "] is not valid UTF-8 text; re-create the vocabulary pickle from Python str words");
     list.push_back(w->text);
   }
   // word2idx_dict must agree with the list: the reference encodes with one and decodes with the other.

@@ -51,6 +51,14 @@ std::pair<size_t, size_t> line_column(const std::string& text, size_t offset) {
 }
 
 json parse_json_file(const std::string& path, const std::string& text) {
+  // nlohmann stops at a NUL byte and ignores what follows (JSON allows none):
+  // a file padded with zeros after a crash must not load half-read.
+  if (const auto nul = text.find('\0'); nul != std::string::npos) {
+    const auto [line, column] = line_column(text, nul);
+    throw std::runtime_error(path + ":" + std::to_string(line) + ":" + std::to_string(column) +
+                             ": a NUL byte, which JSON never holds (a damaged or partly written copy?); "
+                             "fix the file or re-export it");
+  }
   try {
     return json::parse(text);
   } catch (const json::parse_error& e) {

@@ -287,8 +287,10 @@ Dataset read_jsonl(const std::string& path, const std::string& text) {
     const std::string where = path + ":" + std::to_string(number);
     json row;
     try {
+      // nlohmann would stop at a NUL byte and ignore the rest of the line.
+      if (line.find('\0') != std::string::npos) throw std::invalid_argument("a NUL byte, which JSON never holds");
       row = json::parse(line);
-    } catch (const json::exception& e) {  // parse errors, and numbers beyond double's range ("1e400")
+    } catch (const std::exception& e) {  // parse errors, numbers beyond double's range ("1e400"), NUL
       throw std::runtime_error(where + ": not a JSON object we can read (" + std::string(e.what()) +
                                "); each line must be {\"image\": ..., \"caption\": ...}");
     }

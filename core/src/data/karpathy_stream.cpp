@@ -20,6 +20,15 @@ namespace od = simdjson::ondemand;
 namespace expnet {
 namespace {
 
+// A number as nlohmann reads it: an integer past 64 bits, which get_number
+// refuses, is a double there (so is neither an id nor an error).
+std::optional<od::number> number_or_big(od::value value) {
+  auto number = value.get_number();
+  if (!number.error()) return number.value_unsafe();
+  (void)value.get_double().value();  // throws for what nlohmann refuses too (1e400)
+  return std::nullopt;
+}
+
 // Reads and so validates a value the index does not use.
 void skip(od::value value) {
   switch (value.type().value()) {
@@ -33,7 +42,7 @@ void skip(od::value value) {
       }
       break;
     case od::json_type::number:
-      (void)value.get_number().value();
+      (void)number_or_big(value);
       break;
     case od::json_type::string:
       (void)value.get_string().value();
@@ -57,9 +66,9 @@ std::string string_or_empty(od::value value) {
 // nlohmann's is_number_integer() then get<int64_t>(): integers only, not 1.0 or 1e3.
 std::optional<int64_t> integer_or_none(od::value value) {
   if (value.type().value() == od::json_type::number) {
-    od::number number = value.get_number().value();
-    if (number.is_int64()) return number.get_int64();
-    if (number.is_uint64()) return static_cast<int64_t>(number.get_uint64());
+    const auto number = number_or_big(value);
+    if (number && number->is_int64()) return number->get_int64();
+    if (number && number->is_uint64()) return static_cast<int64_t>(number->get_uint64());
     return std::nullopt;
   }
   skip(value);

@@ -13,6 +13,7 @@
 #include "expnet/metrics/scorers.h"
 #include "expnet/model/demo_model.h"
 #include "expnet/system/statistics.h"
+#include "expnet/text/terminal_text.h"
 
 namespace expnet {
 namespace {
@@ -189,7 +190,7 @@ nlohmann::json image_entry(const std::vector<ModeSummary>& modes, size_t index, 
     if (index >= mode.captions.size()) continue;
     const auto& c = mode.captions[index];
     if (!c.error.empty()) {
-      captions[mode.name] = {{"error", c.error}};
+      captions[mode.name] = {{"error", json_safe(c.error)}};
       continue;
     }
     nlohmann::json entry = {{"text", c.text}, {"steps", c.steps}, {"decode_ms", c.decode_ms}};
@@ -201,7 +202,8 @@ nlohmann::json image_entry(const std::vector<ModeSummary>& modes, size_t index, 
     }
     captions[mode.name] = std::move(entry);
   }
-  return {{"image", image}, {"captions", std::move(captions)}};
+  // File names (and errors quoting them) need not be UTF-8, which JSON must be.
+  return {{"image", json_safe(image)}, {"captions", std::move(captions)}};
 }
 }  // namespace
 
@@ -212,7 +214,7 @@ std::string comparison_image_json(const std::vector<ModeSummary>& modes, size_t 
 std::string comparison_json(const ComparisonResult& result) {
   nlohmann::json modes = nlohmann::json::array();
   for (const auto& mode : result.modes) {
-    nlohmann::json m = {{"name", mode.name},       {"checkpoint", mode.checkpoint},
+    nlohmann::json m = {{"name", mode.name},       {"checkpoint", json_safe(mode.checkpoint)},
                         {"groups", mode.groups},   {"beam", mode.beam},
                         {"steps_mean", mode.steps_mean}, {"decode_ms_per_image", mode.decode_ms_per_image},
                         {"speedup", mode.speedup}};

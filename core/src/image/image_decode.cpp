@@ -15,6 +15,7 @@
 #include <opencv2/imgcodecs.hpp>
 #include <opencv2/imgproc.hpp>
 
+#include <algorithm>
 #include <cctype>
 #include <cerrno>
 #include <cstring>
@@ -33,132 +34,8 @@ ImageError::ImageError(std::string path, std::string reason, const std::string& 
 
 namespace {
 
-enum class Format { Png, Jpeg, Gif, Bmp, Webp, Tiff, Pnm, Heif, Unknown };
-
-const char* format_name(Format format) {
-  switch (format) {
-    case Format::Png: return "PNG";
-    case Format::Jpeg: return "JPEG";
-    case Format::Gif: return "GIF";
-    case Format::Bmp: return "BMP";
-    case Format::Webp: return "WebP";
-    case Format::Tiff: return "TIFF";
-    case Format::Pnm: return "PNM";
-    case Format::Heif: return "HEIF/AVIF";
-    default: return "unknown";
-  }
-}
-
-bool starts_with(const uint8_t* data, size_t size, const char* magic, size_t offset = 0) {
-  const size_t n = std::strlen(magic);
-  return size >= offset + n && std::memcmp(data + offset, magic, n) == 0;
-}
-
-Format sniff_format(const uint8_t* d, size_t n) {
-  if (starts_with(d, n, "\x89PNG\r\n\x1a\n")) return Format::Png;
-  if (n >= 3 && d[0] == 0xFF && d[1] == 0xD8 && d[2] == 0xFF) return Format::Jpeg;
-  if (starts_with(d, n, "GIF87a") || starts_with(d, n, "GIF89a")) return Format::Gif;
-  if (starts_with(d, n, "BM")) return Format::Bmp;
-  if (starts_with(d, n, "RIFF") && starts_with(d, n, "WEBP", 8)) return Format::Webp;
-  if (n >= 4 && (std::memcmp(d, "II*\0", 4) == 0 || std::memcmp(d, "MM\0*", 4) == 0))
-    return Format::Tiff;
-  if (n >= 2 && d[0] == 'P' && d[1] >= '1' && d[1] <= '6') return Format::Pnm;
-  if (starts_with(d, n, "ftyp", 4)) return Format::Heif;  // ISO media: HEIC/AVIF photos
-  return Format::Unknown;
-}
-
-uint32_t be32(const uint8_t* p) { return (uint32_t(p[0]) << 24) | (uint32_t(p[1]) << 16) | (uint32_t(p[2]) << 8) | p[3]; }
-uint16_t be16(const uint8_t* p) { return uint16_t((p[0] << 8) | p[1]); }
-uint32_t le32(const uint8_t* p) { return (uint32_t(p[3]) << 24) | (uint32_t(p[2]) << 16) | (uint32_t(p[1]) << 8) | p[0]; }
-uint16_t le16(const uint8_t* p) { return uint16_t((p[1] << 8) | p[0]); }
-
-bool is_jpeg_sof(uint8_t marker) {
-  // SOF0..SOF15 except DHT (C4), JPG (C8) and DAC (CC).
-  return marker >= 0xC0 && marker <= 0xCF && marker != 0xC4 && marker != 0xC8 && marker != 0xCC;
-}
-
-bool probe_jpeg(const uint8_t* d, size_t n, int64_t& w, int64_t& h) {
-  size_t pos = 2;
-  while (pos + 4 <= n) {
-    if (d[pos] != 0xFF) return false;
-    const uint8_t marker = d[pos + 1];
-    if (marker == 0xFF) { ++pos; continue; }  // fill byte
-    if (marker == 0xD8 || marker == 0x01 || (marker >= 0xD0 && marker <= 0xD7)) { pos += 2; continue; }
-    const size_t length = be16(d + pos + 2);
-    if (is_jpeg_sof(marker)) {
-      if (pos + 9 > n) return false;
-      h = be16(d + pos + 5);
-      w = be16(d + pos + 7);
-      return true;
-    }
-    if (marker == 0xDA || marker == 0xD9 || length < 2) return false;
-    pos += 2 + length;
-  }
-  return false;
-}
-
-bool probe_webp(const uint8_t* d, size_t n, int64_t& w, int64_t& h) {
-  if (starts_with(d, n, "VP8X", 12) && n >= 30) {
-    w = 1 + (int64_t(d[24]) | (int64_t(d[25]) << 8) | (int64_t(d[26]) << 16));
-    h = 1 + (int64_t(d[27]) | (int64_t(d[28]) << 8) | (int64_t(d[29]) << 16));
-    return true;
-  }
-  if (starts_with(d, n, "VP8L", 12) && n >= 25) {
-    const uint32_t bits = le32(d + 21);
-    w = 1 + (bits & 0x3FFF);
-    h = 1 + ((bits >> 14) & 0x3FFF);
-    return true;
-  }
-  if (starts_with(d, n, "VP8 ", 12) && n >= 30) {
-    w = le16(d + 26) & 0x3FFF;
-    h = le16(d + 28) & 0x3FFF;
-    return true;
-  }
-  return false;
-}
-
-bool probe_tiff(const uint8_t* d, size_t n, int64_t& w, int64_t& h) {
-  if (n < 8) return false;
-  const bool little = d[0] == 'I';
-  auto u16 = [&](size_t at) { return little ? le16(d + at) : be16(d + at); };
-  auto u32 = [&](size_t at) { return little ? le32(d + at) : be32(d + at); };
-  const size_t ifd = u32(4);
-  if (ifd + 2 > n) return false;
-  const size_t entries = u16(ifd);
-  w = h = -1;
-  for (size_t i = 0; i < entries; ++i) {
-    const size_t at = ifd + 2 + 12 * i;
-    if (at + 12 > n) return false;
-    const uint16_t tag = u16(at), type = u16(at + 2);
-    if (tag != 256 && tag != 257) continue;
-    const int64_t value = type == 3 ? u16(at + 8) : (type == 4 ? u32(at + 8) : -1);
-    (tag == 256 ? w : h) = value;
-  }
-  return w >= 0 && h >= 0;
-}
-
-bool probe_pnm(const uint8_t* d, size_t n, int64_t& w, int64_t& h) {
-  size_t pos = 2;
-  int64_t values[2];
-  for (int64_t& value : values) {
-    for (;;) {  // whitespace and '#' comments
-      if (pos >= n) return false;
-      if (d[pos] == '#') {
-        while (pos < n && d[pos] != '\n') ++pos;
-      } else if (std::isspace(d[pos])) {
-        ++pos;
-      } else {
-        break;
-      }
-    }
-    if (!std::isdigit(d[pos])) return false;
-    value = 0;
-    while (pos < n && std::isdigit(d[pos]) && value < (int64_t(1) << 40)) value = value * 10 + (d[pos++] - '0');
-  }
-  w = values[0];
-  h = values[1];
-  return true;
-}
+using image_bytes::be16;
+using image_bytes::be32;
 
 // Where a JPEG's structure ends: true when the end-of-image marker is reached.
 // Walks the marker segments and skips entropy-coded data (where 0xFF is
@@ -268,15 +145,25 @@ cv::Mat bgr_to_rgb8(const cv::Mat& m) {
   return out;
 }
 
-cv::Mat imdecode_or_empty(const std::vector<uint8_t>& bytes, int flags, std::string& error) {
+// OpenCV decodes HDR and Sun raster from memory only through a temporary
+// file (/tmp/__opencv_temp.*), left behind when the process is killed
+// mid-decode: these two are read from their own file instead.
+bool decoded_from_file_only(ImageFormat format) { return format == ImageFormat::Hdr || format == ImageFormat::SunRaster; }
+
+// nullptr `path`: decode `bytes` in memory. Out of memory is an error of this
+// file, not of the batch it is in.
+cv::Mat decode_or_empty(const std::vector<uint8_t>& bytes, const char* path, int flags, std::string& error) {
   try {
+    if (path) return cv::imread(path, flags);
     // imdecode takes a Mat header over the bytes: no copy.
     const cv::Mat buffer(1, static_cast<int>(bytes.size()), CV_8UC1, const_cast<uint8_t*>(bytes.data()));
     return cv::imdecode(buffer, flags);
   } catch (const cv::Exception& e) {
     error = strip_newlines(e.what());
-    return {};
+  } catch (const std::bad_alloc&) {
+    error = "out of memory";
   }
+  return {};
 }
 
 std::string hex_prefix(const uint8_t* d, size_t n) {
@@ -290,81 +177,95 @@ std::string hex_prefix(const uint8_t* d, size_t n) {
   return out;
 }
 
-constexpr const char* kSupported = "JPEG, PNG, BMP, TIFF, WebP, PNM/PPM/PGM";
+constexpr const char* kSupported = "JPEG, PNG, BMP, TIFF, WebP, PNM/PBM/PGM/PPM/PAM, JPEG 2000, Sun raster, Radiance HDR";
+constexpr const char* kConvert = "convert it to PNG or JPEG (supported: ";
+// OpenCV's own limits (CV_IO_MAX_IMAGE_WIDTH/HEIGHT/PIXELS): beyond them it refuses anyway.
+constexpr int64_t kOpenCvMaxSide = int64_t(1) << 20;
+constexpr int64_t kOpenCvMaxPixels = int64_t(1) << 30;
+// Enough of a file to read the header of every supported format (a JPEG's EXIF
+// before its frame header is at most 64 KiB): sizes are checked before the rest is read.
+constexpr size_t kHeaderBytes = size_t(1) << 20;
 
-}  // namespace
-
-bool probe_image_size(const uint8_t* d, size_t n, int64_t& width, int64_t& height) {
-  switch (sniff_format(d, n)) {
-    case Format::Png:
-      if (n < 24 || !starts_with(d, n, "IHDR", 12)) return false;
-      width = be32(d + 16);
-      height = be32(d + 20);
-      return true;
-    case Format::Jpeg: return probe_jpeg(d, n, width, height);
-    case Format::Gif:
-      if (n < 10) return false;
-      width = le16(d + 6);
-      height = le16(d + 8);
-      return true;
-    case Format::Bmp: {
-      if (n < 26) return false;
-      const uint32_t header = le32(d + 14);
-      if (header == 12) {
-        width = le16(d + 18);
-        height = le16(d + 20);
-      } else {
-        width = static_cast<int32_t>(le32(d + 18));
-        height = static_cast<int32_t>(le32(d + 22));
-        if (width < 0) width = -width;
-        if (height < 0) height = -height;  // top-down bitmap
-      }
-      return true;
-    }
-    case Format::Webp: return probe_webp(d, n, width, height);
-    case Format::Tiff: return probe_tiff(d, n, width, height);
-    case Format::Pnm: return probe_pnm(d, n, width, height);
-    default: return false;
-  }
+// The file-size cap in effect: the option, and never over OpenCV's 2 GiB.
+uint64_t file_limit(const ImageLoadOptions& options) {
+  const uint64_t opencv = uint64_t(std::numeric_limits<int>::max());
+  return options.max_file_bytes > 0 ? std::min(uint64_t(options.max_file_bytes), opencv) : opencv;
 }
 
-cv::Mat decode_image_rgb(const std::vector<uint8_t>& bytes, const std::string& name, const ImageLoadOptions& options) {
+void check_pixels(const std::string& name, int64_t w, int64_t h, const ImageLoadOptions& options) {
+  // Probed sides are below 2^32, so the product cannot overflow.
+  const uint64_t pixels = uint64_t(w) * uint64_t(h);
+  const std::string size = std::to_string(w) + "x" + std::to_string(h);
+  if (options.max_pixels > 0 && pixels > uint64_t(options.max_pixels))
+    throw ImageError(name, "too_large",
+                     size + " = " + std::to_string(pixels) + " pixels, more than the limit of " +
+                         std::to_string(options.max_pixels) +
+                         " (decompression-bomb guard): shrink the image, or raise the limit (--max-pixels) if you trust the file");
+  if (w > kOpenCvMaxSide || h > kOpenCvMaxSide || pixels > uint64_t(kOpenCvMaxPixels))
+    throw ImageError(name, "too_large",
+                     size + " is beyond what OpenCV decodes (sides up to 1048576, up to 2^30 pixels): shrink the image");
+}
+
+struct Header {
+  ImageFormat format = ImageFormat::Unknown;
+  bool sized = false;  // the declared size was read (and is within the limits)
+};
+
+// The signature and the declared size, before anything is decoded. `whole`:
+// `d` is the whole file, so a header we cannot read is an error.
+Header check_header(const uint8_t* d, size_t n, const std::string& name, const ImageLoadOptions& options, bool whole) {
+  if (const char* refused = refused_image_format(d, n))
+    throw ImageError(name, "unsupported",
+                     std::string("this is a ") + refused + " file, a format we do not read: " + kConvert + kSupported + ")");
+  Header header;
+  header.format = sniff_image_format(d, n);
+  const char* format = image_format_name(header.format);
+  if (header.format == ImageFormat::Unknown)
+    throw ImageError(name, "not_an_image",
+                     "the content is not an image in a supported format (starts with " + hex_prefix(d, n) +
+                         "): check that this is the file you meant; supported formats: " + kSupported);
+  if (webp_is_animated(d, n))
+    throw ImageError(name, "unsupported",
+                     "this is an animated WebP, which OpenCV cannot decode: save the frame you want as PNG or JPEG "
+                     "(e.g. webpmux -get frame 1 FILE -o frame.webp, or any image editor)");
+  int64_t width = 0, height = 0;
+  header.sized = probe_image_size(d, n, width, height);
+  if (header.sized) {
+    if (width <= 0 || height <= 0)
+      throw ImageError(name, "corrupt", std::string("the ") + format + " header gives an image size of " +
+                                            std::to_string(width) + "x" + std::to_string(height) +
+                                            ": the file is damaged, re-export or replace it");
+    check_pixels(name, width, height, options);
+  } else if (whole && header.format != ImageFormat::Jpeg && header.format != ImageFormat::Png) {
+    // (JPEG and PNG first get the more precise "truncated" of their structure checks.)
+    throw ImageError(name, "corrupt", std::string("the ") + format +
+                                          " header is damaged or cut short (its image size cannot be read): "
+                                          "re-export or replace the file");
+  }
+  return header;
+}
+
+cv::Mat decode_checked(const std::vector<uint8_t>& bytes, const std::string& name, const char* file,
+                       const ImageLoadOptions& options) {
   const uint8_t* d = bytes.data();
   const size_t n = bytes.size();
   if (n == 0)
     throw ImageError(name, "empty", "the file is empty (0 bytes); the copy or download did not finish: get the image again");
-  if (n > static_cast<size_t>(std::numeric_limits<int>::max()))
-    throw ImageError(name, "too_large", "the file is over 2 GiB, more than OpenCV can decode: shrink the image");
-
-  const Format format = sniff_format(d, n);
-  if (format == Format::Gif || format == Format::Heif)
-    throw ImageError(name, "unsupported",
-                     std::string("this is a ") + format_name(format) +
-                         " image, which OpenCV 4.6 cannot decode: convert it to JPEG or PNG (supported: " + kSupported + ")");
-
-  auto check_pixels = [&](int64_t w, int64_t h) {
-    if (options.max_pixels > 0 && w * h > options.max_pixels)
-      throw ImageError(name, "too_large",
-                       std::to_string(w) + "x" + std::to_string(h) + " = " + std::to_string(w * h) +
-                           " pixels, more than the limit of " + std::to_string(options.max_pixels) +
-                           " (decompression-bomb guard): shrink the image, or raise the limit (--max-pixels) if you trust the file");
-  };
-  int64_t width = 0, height = 0;
-  if (probe_image_size(d, n, width, height)) {
-    if (width <= 0 || height <= 0)
-      throw ImageError(name, "corrupt", std::string("the ") + format_name(format) + " header gives an image size of " +
-                                            std::to_string(width) + "x" + std::to_string(height) +
-                                            ": the file is damaged, re-export or replace it");
-    check_pixels(width, height);
-  }
+  if (n > file_limit(options))
+    throw ImageError(name, "too_large", std::to_string(n) + " bytes, more than the limit of " +
+                                            std::to_string(file_limit(options)) +
+                                            " bytes for an image file: shrink or re-compress the image");
+  const Header header = check_header(d, n, name, options, true);
+  const ImageFormat format = header.format;
+  const char* format_name = image_format_name(format);
 
   const std::string truncated_advice =
       ": the file was cut short (interrupted copy or download); get the complete file again";
   const std::vector<uint8_t>* to_decode = &bytes;
   std::vector<uint8_t> with_iend;
-  if (format == Format::Jpeg && !jpeg_is_complete(d, n))
+  if (format == ImageFormat::Jpeg && !jpeg_is_complete(d, n))
     throw ImageError(name, "truncated", "the JPEG data ends before its end-of-image marker" + truncated_advice);
-  if (format == Format::Png) {
+  if (format == ImageFormat::Png) {
     std::string detail;
     size_t data_end = n;
     switch (png_structure(d, n, data_end, detail)) {
@@ -379,32 +280,56 @@ cv::Mat decode_image_rgb(const std::vector<uint8_t>& bytes, const std::string& n
       case PngEnd::Complete: break;
     }
   }
+  if (!header.sized)
+    throw ImageError(name, "corrupt", std::string("the ") + format_name +
+                                          " header is damaged (its image size cannot be read): re-export or replace the file");
+  if (decoded_from_file_only(format) && !file)
+    throw ImageError(name, "unsupported",
+                     std::string("a ") + format_name + " image can only be read from a file, not from memory: " + kConvert +
+                         kSupported + ")");
 
   int flags = cv::IMREAD_ANYCOLOR | cv::IMREAD_ANYDEPTH;
+  if (format == ImageFormat::Hdr) flags &= ~cv::IMREAD_ANYDEPTH;  // straight to OpenCV's 8-bit mapping
   if (!options.apply_exif) flags |= cv::IMREAD_IGNORE_ORIENTATION;
+  const char* path = decoded_from_file_only(format) ? file : nullptr;
   std::string cv_error;
-  cv::Mat decoded = imdecode_or_empty(*to_decode, flags, cv_error);
+  cv::Mat decoded = decode_or_empty(*to_decode, path, flags, cv_error);
   if (!decoded.empty() && decoded.depth() != CV_8U && decoded.depth() != CV_16U)
-    decoded = imdecode_or_empty(*to_decode, flags & ~cv::IMREAD_ANYDEPTH, cv_error);  // float/HDR: OpenCV's 8-bit mapping
+    decoded = decode_or_empty(*to_decode, path, flags & ~cv::IMREAD_ANYDEPTH, cv_error);  // float: OpenCV's 8-bit mapping
   if (decoded.empty()) {
     if (!with_iend.empty())
       throw ImageError(name, "truncated", "the PNG data ends before the image is complete" + truncated_advice);
-    if (format == Format::Unknown)
-      throw ImageError(name, "not_an_image",
-                       "the content is not an image OpenCV can decode (starts with " + hex_prefix(d, n) +
-                           "): check that this is the file you meant; supported formats: " + kSupported);
+    if (cv_error == "out of memory")
+      throw ImageError(name, "too_large", "not enough memory to decode this image: shrink it, or free memory and retry");
     throw ImageError(name, "corrupt",
-                     std::string("the ") + format_name(format) + " data could not be decoded" +
+                     std::string("the ") + format_name + " data could not be decoded" +
                          (cv_error.empty() ? "" : " (" + cv_error + ")") + ": the file is damaged, re-export or replace it");
   }
-  check_pixels(decoded.cols, decoded.rows);  // formats whose header we do not read
+  check_pixels(name, decoded.cols, decoded.rows, options);  // the decoder's word, if the header lied
   if (decoded.depth() == CV_16U) decoded = high_byte(decoded);
   return bgr_to_rgb8(decoded);
 }
 
-namespace {
+[[noreturn]] void throw_read_error(const std::string& path, int error) {
+  throw ImageError(path, "unreadable", std::string("read failed: ") + std::strerror(error) +
+                                           ": the disk or network share may be failing; copy the file elsewhere and retry");
+}
 
-std::vector<uint8_t> read_image_file(const std::string& path) {
+// Reads up to bytes.size() bytes at `done`; returns how many were read in all.
+size_t read_into(int fd, std::vector<uint8_t>& bytes, size_t done, const std::string& path) {
+  while (done < bytes.size()) {
+    const ssize_t got = ::read(fd, bytes.data() + done, bytes.size() - done);
+    if (got < 0 && errno == EINTR) continue;
+    if (got < 0) throw_read_error(path, errno);
+    if (got == 0) break;  // the file shrank while we read it
+    done += static_cast<size_t>(got);
+  }
+  return done;
+}
+
+// The file's bytes, refused by its size (stat) and by its header (the first
+// MiB) before the rest is read: a sparse 64 GB file or a 3 GB one costs nothing.
+std::vector<uint8_t> read_image_file(const std::string& path, const ImageLoadOptions& options) {
   struct stat info {};
   if (::stat(path.c_str(), &info) != 0) {
     const int error = errno;
@@ -416,35 +341,49 @@ std::vector<uint8_t> read_image_file(const std::string& path) {
     throw ImageError(path, "not_a_file", "this is a folder, not an image file: pass the image files inside it");
   if (!S_ISREG(info.st_mode))
     throw ImageError(path, "not_a_file", "this is not a regular file (device, pipe or socket): pass an image file");
+  const uint64_t size = static_cast<uint64_t>(info.st_size);
+  if (size > file_limit(options))
+    throw ImageError(path, "too_large",
+                     "the file is " + std::to_string(size) + " bytes, more than the limit of " +
+                         std::to_string(file_limit(options)) +
+                         " bytes for an image file (checked before reading it): shrink or re-compress the image, or "
+                         "check that this is the file you meant");
   const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
   if (fd < 0) {
     const int error = errno;
     throw ImageError(path, error == ENOENT ? "not_found" : "unreadable",
                      std::string(std::strerror(error)) + ": check the file's permissions (it must be readable by you)");
   }
-  std::vector<uint8_t> bytes(static_cast<size_t>(info.st_size));
-  size_t done = 0;
-  while (done < bytes.size()) {
-    const ssize_t got = ::read(fd, bytes.data() + done, bytes.size() - done);
-    if (got < 0 && errno == EINTR) continue;
-    if (got < 0) {
-      const int error = errno;
-      ::close(fd);
-      throw ImageError(path, "unreadable", std::string("read failed: ") + std::strerror(error) +
-                                               ": the disk or network share may be failing; copy the file elsewhere and retry");
+  std::vector<uint8_t> bytes;
+  try {
+    bytes.resize(std::min<size_t>(size, kHeaderBytes));
+    size_t done = read_into(fd, bytes, 0, path);
+    if (done == bytes.size() && done < size) {
+      check_header(bytes.data(), done, path, options, false);
+      bytes.resize(size);
+      done = read_into(fd, bytes, done, path);
     }
-    if (got == 0) break;  // the file shrank while we read it
-    done += static_cast<size_t>(got);
+    bytes.resize(done);
+  } catch (...) {
+    ::close(fd);
+    throw;
   }
   ::close(fd);
-  bytes.resize(done);
   return bytes;
 }
 
 }  // namespace
 
+cv::Mat decode_image_rgb(const std::vector<uint8_t>& bytes, const std::string& name, const ImageLoadOptions& options) {
+  return decode_checked(bytes, name, nullptr, options);
+}
+
 cv::Mat load_image_rgb(const std::string& path, const ImageLoadOptions& options) {
-  return decode_image_rgb(read_image_file(path), path, options);
+  try {
+    return decode_checked(read_image_file(path, options), path, path.c_str(), options);
+  } catch (const std::bad_alloc&) {
+    throw ImageError(path, "too_large", "not enough memory to read and decode this image: shrink it, or free memory and retry");
+  }
 }
 
 }  // namespace expnet

@@ -22,24 +22,38 @@ bool has_image_extension(const fs::path& path) {
 }
 
 void expand_folder(const std::string& given, std::vector<ImageInput>& out) {
-  std::vector<std::string> inside;
+  std::vector<std::string> inside, failed, failures;  // failed: entries whose type could not be read
   std::error_code error;
   fs::recursive_directory_iterator it(given, fs::directory_options::skip_permission_denied, error), end;
   for (; !error && it != end; it.increment(error)) {
-    if (it->is_regular_file(error) && has_image_extension(it->path()))
-      inside.push_back(fs::relative(it->path(), given, error).generic_string());
+    if (!has_image_extension(it->path())) continue;
+    // One entry that cannot be inspected (a dangling link, a vanished file) is
+    // that entry's error, not the end of the folder.
+    std::error_code entry_error;
+    const bool regular = it->is_regular_file(entry_error);
+    std::error_code relative_error;
+    std::string relative = fs::relative(it->path(), given, relative_error).generic_string();
+    if (relative_error || relative.empty()) relative = it->path().lexically_relative(given).generic_string();
+    if (entry_error) {
+      failed.push_back(relative);
+      failures.push_back("cannot use it: " + entry_error.message());
+    } else if (regular) {
+      inside.push_back(relative);
+    }
   }
-  if (error) {
+  if (error && inside.empty() && failed.empty()) {
     out.push_back({given, given, "cannot read folder: " + error.message()});
     return;
   }
-  if (inside.empty()) {
+  std::string prefix = given;
+  while (prefix.size() > 1 && prefix.back() == '/') prefix.pop_back();
+  for (size_t i = 0; i < failed.size(); ++i) out.push_back({prefix + "/" + failed[i], prefix + "/" + failed[i], failures[i]});
+  if (error) out.push_back({given, given, "cannot read all of the folder: " + error.message()});
+  if (inside.empty() && failed.empty()) {
     out.push_back({given, given, "folder holds no images (looked for .jpg .jpeg .png .bmp .webp .tif ...)"});
     return;
   }
   std::sort(inside.begin(), inside.end());
-  std::string prefix = given;
-  while (prefix.size() > 1 && prefix.back() == '/') prefix.pop_back();
   for (const auto& relative : inside) {
     const std::string display = prefix + "/" + relative;
     out.push_back({display, display, ""});

@@ -37,10 +37,28 @@ uint32_t EvalSet::add_sentence(const std::vector<std::string>& words) {
   return static_cast<uint32_t>(sentence_offsets_.size() - 2);
 }
 
+namespace {
+
+// `reference` -1 is the candidate.
+void check_caption_size(const std::string& image_id, size_t size, long reference, const char* unit, size_t limit) {
+  if (size <= limit) return;
+  throw CaptionTooLong("image '" + image_id + "': " +
+                           (reference < 0 ? std::string("the candidate caption") : "reference " + std::to_string(reference + 1)) +
+                           " has " + std::to_string(size) + " " + unit + ", more than the limit of " + std::to_string(limit) +
+                           " per caption (ROUGE-L's time grows with the product of two captions' lengths): "
+                           "shorten it, or check that this field holds a caption",
+                       reference);
+}
+
+}  // namespace
+
 void EvalSet::add(std::string image_id, const std::vector<std::string>& candidate,
                   const std::vector<std::vector<std::string>>& references) {
   if (references.empty())
     throw std::invalid_argument("image '" + image_id + "' has no reference captions (every image needs at least one)");
+  check_caption_size(image_id, candidate.size(), -1, "words", kMaxCaptionWords);
+  for (size_t r = 0; r < references.size(); ++r)
+    check_caption_size(image_id, references[r].size(), static_cast<long>(r), "words", kMaxCaptionWords);
   Image image;
   image.id = std::move(image_id);
   image.first_sentence = add_sentence(candidate);
@@ -50,6 +68,9 @@ void EvalSet::add(std::string image_id, const std::vector<std::string>& candidat
 }
 
 void EvalSet::add_raw(std::string image_id, std::string_view candidate, const std::vector<std::string>& references) {
+  check_caption_size(image_id, candidate.size(), -1, "bytes", kMaxCaptionBytes);
+  for (size_t r = 0; r < references.size(); ++r)
+    check_caption_size(image_id, references[r].size(), static_cast<long>(r), "bytes", kMaxCaptionBytes);
   std::vector<std::vector<std::string>> tokenized;
   tokenized.reserve(references.size());
   for (const auto& reference : references) tokenized.push_back(tokenize_for_eval(reference));
@@ -203,6 +224,8 @@ namespace {
 // only an empty reference matches).
 constexpr uint32_t kEmptyToken = kNone - 1;
 
+// One row of the dynamic programme: linear space; EvalSet::add caps the time
+// (kMaxCaptionWords).
 size_t longest_common_subsequence(const uint32_t* a, size_t a_size, const uint32_t* b, size_t b_size,
                                   std::vector<uint32_t>& row) {
   if (a_size < b_size) {

@@ -41,6 +41,10 @@ std::u32string utf8_to_u32(const std::string& text) {
       if ((next & 0xC0) != 0x80) valid = false;
       code = (code << 6) | (next & 0x3F);
     }
+    // Overlong forms, UTF-16 surrogates and code points past U+10FFFF are invalid too
+    // (as for Python's decode): re-encoded they would not be UTF-8 that JSON accepts.
+    static constexpr char32_t kShortest[] = {0, 0x80, 0x800, 0x10000};
+    if (valid && (code < kShortest[extra] || (code >= 0xD800 && code <= 0xDFFF) || code > 0x10FFFF)) valid = false;
     if (!valid) {
       out.push_back(0xFFFD);
       ++i;

@@ -93,7 +93,8 @@ Vocabulary Vocabulary::from_json(const std::string& text, const std::string& sou
   } catch (const std::exception& e) {
     throw std::runtime_error(source + ": not valid JSON (" + e.what() + ")");
   }
-  if (!doc.is_object() || doc.value("format", "") != "expnet-vocabulary" || !doc.contains("words") ||
+  // Checked without value(), which throws its own type error when "format" is not a string.
+  if (!doc.is_object() || !doc.contains("format") || doc["format"] != "expnet-vocabulary" || !doc.contains("words") ||
       !doc["words"].is_array())
     throw std::runtime_error(source + ": not an expnet vocabulary (expected {\"format\":\"expnet-vocabulary\",\"words\":[...]})");
   if (doc.contains("del") && doc["del"] != "DEL")

@@ -8,6 +8,8 @@
 #include <string>
 #include <vector>
 
+#include "expnet/image/image_probe.h"
+
 namespace expnet {
 
 struct ImageLoadOptions {
@@ -19,6 +21,10 @@ struct ImageLoadOptions {
   // DecompressionBombError limit (2 x Image.MAX_IMAGE_PIXELS = 2 x 89,478,485).
   // <= 0 disables the check (OpenCV's own 2^30 pixel limit still applies).
   int64_t max_pixels = 178956970;
+  // Files larger than this are refused from their size alone, before any byte
+  // is read (a sparse or runaway file). 1 GiB holds an uncompressed 16-bit RGB
+  // image at the default pixel limit. <= 0: only OpenCV's 2 GiB limit applies.
+  int64_t max_file_bytes = int64_t(1) << 30;
 };
 
 // A file that cannot be turned into an image. reason() is a short stable code:
@@ -41,13 +47,10 @@ class ImageError : public std::runtime_error {
 // high byte (like Pillow for 16-bit RGB), CMYK JPEG converted. Throws ImageError.
 cv::Mat load_image_rgb(const std::string& path, const ImageLoadOptions& options = {});
 
-// Same from bytes in memory; `name` only labels errors.
+// Same from bytes in memory; `name` only labels errors. Radiance HDR and Sun
+// raster are refused here (OpenCV reads them from memory only through a
+// temporary file): load_image_rgb reads them from their file.
 cv::Mat decode_image_rgb(const std::vector<uint8_t>& bytes, const std::string& name,
                          const ImageLoadOptions& options = {});
-
-// Width and height from the file header, without decoding (PNG, JPEG, BMP,
-// GIF, WebP, TIFF, PNM). Returns false when the format is not one of these or
-// the header is cut short. Sizes are before EXIF rotation.
-bool probe_image_size(const uint8_t* data, size_t size, int64_t& width, int64_t& height);
 
 }  // namespace expnet

@@ -8,11 +8,31 @@
 #include <cstddef>
 #include <cstdint>
 #include <memory>
+#include <stdexcept>
 #include <string>
 #include <string_view>
 #include <vector>
 
 namespace expnet {
+
+// Words allowed in one caption (candidate or reference). ROUGE-L's longest
+// common subsequence takes time proportional to the product of two captions'
+// lengths: 10,000 x 10,000 words is about 0.1 s; a 10 MB caption (2 million
+// words) against itself would take hours. COCO captions have 5 to 50 words.
+constexpr size_t kMaxCaptionWords = 10000;
+// Raw text refused before tokenizing (add_raw): 100 bytes per allowed word.
+constexpr size_t kMaxCaptionBytes = 100 * kMaxCaptionWords;
+
+// A caption over kMaxCaptionWords: `reference` is -1 for the candidate, else
+// the index of the reference; what() names the image and the caption.
+class CaptionTooLong : public std::length_error {
+ public:
+  CaptionTooLong(const std::string& message, long reference) : std::length_error(message), reference_(reference) {}
+  long reference() const { return reference_; }
+
+ private:
+  long reference_;
+};
 
 // The evaluated images: one candidate and at least one reference per image,
 // held as word ids (each distinct word is interned once).
@@ -29,10 +49,12 @@ class EvalSet {
   EvalSet& operator=(EvalSet&&) noexcept;
 
   // Already tokenized sentences. Throws std::invalid_argument when
-  // `references` is empty.
+  // `references` is empty, CaptionTooLong when a sentence has more than
+  // kMaxCaptionWords words.
   void add(std::string image_id, const std::vector<std::string>& candidate,
            const std::vector<std::vector<std::string>>& references);
-  // Raw sentences, run through tokenize_for_eval() first.
+  // Raw sentences, run through tokenize_for_eval() first; CaptionTooLong also
+  // for a sentence over kMaxCaptionBytes, before it is tokenized.
   void add_raw(std::string image_id, std::string_view candidate, const std::vector<std::string>& references);
 
   size_t size() const { return images_.size(); }

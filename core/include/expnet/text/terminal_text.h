@@ -7,12 +7,14 @@
 #include <string>
 #include <string_view>
 
-namespace expnet::cli {
+namespace expnet {
 
-// Control characters (C0, DEL, C1) and bytes of invalid UTF-8 as \xNN; the
+// Control characters (C0, DEL, C1), bytes of invalid UTF-8 and the backslash
+// as \xNN (reversible: every backslash in the result starts an escape); the
 // rest, valid UTF-8 included, unchanged.
 std::string terminal_safe(std::string_view text);
-// Invalid UTF-8 bytes as \xNN (JSON escapes control characters itself).
+// Invalid UTF-8 bytes and the backslash as \xNN (JSON escapes control
+// characters itself).
 std::string json_safe(std::string_view text);
 
-}  // namespace expnet::cli
+}  // namespace expnet

@@ -1,8 +1,8 @@
-#include "terminal_text.h"
+#include "expnet/text/terminal_text.h"
 
 #include <cstdio>
 
-namespace expnet::cli {
+namespace expnet {
 namespace {
 
 // Length of the valid UTF-8 sequence starting at text[i], 0 when invalid.
@@ -34,7 +34,9 @@ std::string escaped(std::string_view text, bool controls) {
     const auto c = static_cast<unsigned char>(text[i]);
     const bool control = n == 1 ? (c < 0x20 || c == 0x7F)
                                 : n == 2 && c == 0xC2 && static_cast<unsigned char>(text[i + 1]) < 0xA0;  // C1
-    if (n == 0 || (controls && control)) {
+    // A backslash itself is escaped too, so that a name holding the text "\xff"
+    // cannot be mistaken for one holding the byte: the escapes are reversible.
+    if (n == 0 || (controls && control) || c == '\\') {
       for (size_t k = 0; k < (n == 0 ? 1 : n); ++k) hex(out, static_cast<unsigned char>(text[i + k]));
       i += n == 0 ? 1 : n;
     } else {
@@ -50,4 +52,4 @@ std::string escaped(std::string_view text, bool controls) {
 std::string terminal_safe(std::string_view text) { return escaped(text, true); }
 std::string json_safe(std::string_view text) { return escaped(text, false); }
 
-}  // namespace expnet::cli
+}  // namespace expnet
