@@ -266,6 +266,48 @@ class TestCaptionPage : public QObject {
     QVERIFY2(int(page.model()->item(3).status) == int(CaptionItem::Status::Done), qPrintable(page.model()->item(3).error));
   }
 
+  // The reliability cases dropped on the page: each bad file fails alone, with its
+  // own reason, quickly; the good one is captioned; a zip bomb given as the
+  // checkpoint is refused before it is inflated and the page keeps its model.
+  void hostileFilesDroppedFailAlone() {
+    StudioContext context;
+    CaptionPage page(&context);
+    page.show();
+    QVERIFY(loadInto(page));
+    const QString dir = expnet_test::makeTempDir("caption_hostile");
+    {
+      QFile sparse(dir + "/huge.png");  // 64 GB, sparse: refused by its size before a byte is read
+      QVERIFY(sparse.open(QIODevice::WriteOnly) && sparse.resize(qint64(64) << 30));
+    }
+    writeFile(dir + "/bomb.pgm", "P5\n30000 30000\n255\n");  // 900 Mpx declared in 20 bytes
+    writeFile(dir + "/scan.ntf", QByteArray("NITF02.10") + QByteArray(64, '0'));
+    QVERIFY(QFile::copy(image_, dir + "/good.png"));
+    QElapsedTimer clock;
+    clock.start();
+    expnet_test::dropFiles(page, {dir + "/huge.png", dir + "/bomb.pgm", dir + "/scan.ntf", dir + "/good.png"});
+    QTRY_VERIFY_WITH_TIMEOUT(page.model()->rowCount() == 4 && !page.isBusy(), kWaitMs);
+    QVERIFY2(clock.elapsed() < 20000, qPrintable(QString("took %1 ms").arg(clock.elapsed())));
+    const QStringList reasons{"too_large", "too_large", "unsupported"};
+    for (int i = 0; i < 3; ++i) {
+      const CaptionItem& item = page.model()->item(i);
+      QCOMPARE(int(item.status), int(CaptionItem::Status::Failed));
+      QVERIFY2(item.error.contains(reasons[i]), qPrintable(item.error));
+    }
+    QVERIFY2(int(page.model()->item(3).status) == int(CaptionItem::Status::Done), qPrintable(page.model()->item(3).error));
+
+    const QString bomb = dir + "/bomb.pth";  // data.pkl: a valid pickle, then 256 MiB of zeros, deflated
+    const auto made = expnet_test::runProcess(
+        expnet_test::torchPython(),
+        {"-c", "import sys, zipfile\nwith zipfile.ZipFile(sys.argv[1], 'w', zipfile.ZIP_DEFLATED) as z:\n"
+               "    z.writestr('archive/data.pkl', b'\\x80\\x02}.' + bytes(256 << 20))",
+         bomb});
+    QVERIFY2(made.exitCode == 0, made.err.constData());
+    page.loadModel({model_, bomb, vocab_});
+    QTRY_VERIFY_WITH_TIMEOUT(!page.isBusy(), kWaitMs);
+    const QString error = page.describe().value("model_error").toString();
+    QVERIFY2(error.contains(bomb) && error.contains("would inflate"), qPrintable(error));
+  }
+
   void uiStaysResponsiveWhileCaptioningAFolder() {
     StudioContext context;
     CaptionPage page(&context);
