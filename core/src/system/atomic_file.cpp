@@ -111,6 +111,25 @@ pid_t temporary_owner(const std::string& name) {
   return static_cast<pid_t>(std::stoll(pid));
 }
 
+// Temporary files in `folder` whose names start with `prefix` and whose process
+// is gone (and, with `own`, this process's): what a killed writer left behind.
+int remove_temporaries(const std::filesystem::path& folder, const std::string& prefix, bool own) {
+  namespace fs = std::filesystem;
+  int removed = 0;
+  std::error_code error;
+  for (fs::directory_iterator it(folder, error), end; !error && it != end; it.increment(error)) {
+    const std::string name = it->path().filename().string();
+    if (name.compare(0, prefix.size(), prefix) != 0) continue;
+    const pid_t owner = temporary_owner(name);
+    if (owner <= 0 || (owner == ::getpid() && !own)) continue;
+    // A live owner other than us may be writing it now (EPERM: alive, not ours to signal).
+    if (owner != ::getpid() && (::kill(owner, 0) == 0 || errno == EPERM)) continue;
+    std::error_code ignored;
+    if (fs::remove(it->path(), ignored)) ++removed;
+  }
+  return removed;
+}
+
 }  // namespace
 
 void write_file_atomic(const std::string& path, const std::function<void(std::ostream&)>& write) {
@@ -119,6 +138,8 @@ void write_file_atomic(const std::string& path, const std::function<void(std::os
   const fs::path folder = target.has_parent_path() ? target.parent_path() : fs::path(".");
   if (!fs::is_directory(folder))
     throw std::runtime_error("cannot write '" + path + "': folder '" + folder.string() + "' does not exist; create it first");
+  // A killed earlier write of this same file (an export, a checkpoint) left its temporary file here.
+  remove_temporaries(folder, target.filename().string() + ".tmp.", false);
   const std::string temp = temporary_name(path);
   int fd = ::open(temp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0666);
   if (fd < 0) throw write_error(path, "creating its temporary file '" + temp + "'", errno);
@@ -152,19 +173,6 @@ void write_file_atomic(const std::string& path, const std::string& bytes) {
   write_file_atomic(path, [&](std::ostream& out) { out.write(bytes.data(), static_cast<std::streamsize>(bytes.size())); });
 }
 
-int remove_stale_temporaries(const std::string& folder) {
-  namespace fs = std::filesystem;
-  int removed = 0;
-  std::error_code error;
-  for (fs::directory_iterator it(folder, error), end; !error && it != end; it.increment(error)) {
-    const pid_t owner = temporary_owner(it->path().filename().string());
-    if (owner <= 0) continue;
-    // A live owner other than us may be writing it now (EPERM: alive, not ours to signal).
-    if (owner != ::getpid() && (::kill(owner, 0) == 0 || errno == EPERM)) continue;
-    std::error_code ignored;
-    if (fs::remove(it->path(), ignored)) ++removed;
-  }
-  return removed;
-}
+int remove_stale_temporaries(const std::string& folder) { return remove_temporaries(folder, "", true); }
 
 }  // namespace expnet

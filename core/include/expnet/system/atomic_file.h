@@ -1,7 +1,8 @@
 // Writing user files so they are never lost or half-written: write a temporary
 // file (<path>.tmp.<pid>.<random>) in the same folder, fsync it, rename it over
 // the target, fsync the folder. On any failure the temporary file is removed and
-// the target is left as it was.
+// the target is left as it was; one a killed earlier write of the same target
+// left behind is removed by the next write.
 #pragma once
 
 #include <functional>
