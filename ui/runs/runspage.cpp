@@ -148,7 +148,7 @@ RunsPage::~RunsPage() {
 
 void RunsPage::showEvent(QShowEvent* event) {
   StudioPage::showEvent(event);
-  if (!listed_ && !listingWatcher_.isRunning()) refresh();
+  if (!listed_ && !listingInFlight_) refresh();
 }
 
 void RunsPage::setPollIntervals(int liveMs, int idleMs) {
@@ -158,15 +158,17 @@ void RunsPage::setPollIntervals(int liveMs, int idleMs) {
 }
 
 void RunsPage::refresh() {
-  if (listingWatcher_.isRunning()) {  // one read at a time; another follows this one
+  if (listingInFlight_) {  // one read at a time; another follows this one
     refreshAgain_ = true;
     return;
   }
   poll_.stop();
+  listingInFlight_ = true;
   listingWatcher_.setFuture(QtConcurrent::run(loadRunsListing, extraStores_));
 }
 
 void RunsPage::onListing(const RunsListing& listing) {
+  listingInFlight_ = false;
   listing_ = listing;
   listed_ = true;
   model_->updateRows(listing.rows);
@@ -369,7 +371,7 @@ void RunsPage::setFilterText(const QString& text) {
 }
 
 bool RunsPage::isBusy() const {
-  return !listed_ || listingWatcher_.isRunning() || detailsWatcher_.isRunning() || actions_->isBusy() ||
+  return !listed_ || listingInFlight_ || detailsWatcher_.isRunning() || actions_->isBusy() ||
          !pendingSelection_.isEmpty() || selectionQueued_ || curves_->replotPending();
 }
 

@@ -102,6 +102,9 @@ class RunsPage : public StudioPage {
   using DetailsResult = std::shared_ptr<QVector<RunDetails>>;
   QFutureWatcher<DetailsResult> detailsWatcher_;
   bool listed_ = false, detailsWanted_ = false, refreshAgain_ = false, selectionQueued_ = false;
+  // From a listing's start until its result is taken: the watcher stops "running"
+  // before its finished signal is delivered, and the page is busy until then.
+  bool listingInFlight_ = false;
   QStringList extraStores_;
   QStringList pendingSelection_;
   QHash<QString, RunDetails> details_;        // by key, for the selected runs
