@@ -154,7 +154,7 @@ struct KarpathyStream::State {
       throw std::runtime_error(where(at) + " " + place + " is not an object; each image is {\"filename\", \"split\", \"sentences\", ...}");
     std::optional<int64_t> cocoid, imgid;
     std::optional<int> width, height;
-    std::string split;
+    std::string split, sentences_error;
     for (auto field : value.get_object()) {
       const std::string_view key = field.unescaped_key().value();
       od::value v = field.value();
@@ -172,11 +172,16 @@ struct KarpathyStream::State {
         const auto n = integer_or_none(v);
         (key == "width" ? width : height) = n ? std::optional<int>(static_cast<int>(*n)) : std::nullopt;
       } else if (key == "sentences") {
+        // Refused only after the object ends: like nlohmann, a repeated key's last value wins.
         image.captions.clear();
-        if (v.type().value() != od::json_type::array)
-          throw std::runtime_error(where(at) + " " + place + ".sentences is not a list; write \"sentences\": "
-                                   "[{\"raw\": \"a caption\"}, ...] (or [] for an image without captions)");
-        read_sentences(v.get_array(), place, image);
+        sentences_error.clear();
+        if (v.type().value() != od::json_type::array) {
+          sentences_error = where(at) + " " + place + ".sentences is not a list; write \"sentences\": "
+                            "[{\"raw\": \"a caption\"}, ...] (or [] for an image without captions)";
+          skip(v);
+        } else {
+          sentences_error = read_sentences(v.get_array(), place, image);
+        }
       } else {
         skip(v);
       }
@@ -190,12 +195,15 @@ struct KarpathyStream::State {
     } catch (const std::invalid_argument& e) {
       throw std::runtime_error(where(at) + " " + place + ": " + e.what());
     }
+    if (!sentences_error.empty()) throw std::runtime_error(sentences_error);
     image.width = width.value_or(0);
     image.height = height.value_or(0);
   }
 
   // A sentence's caption is its "raw" text, else its "tokens" joined by spaces (read_karpathy).
-  void read_sentences(od::array sentences, const std::string& place, DatasetImage& image) {
+  // Returns the first empty sentence's error, after reading the whole list.
+  std::string read_sentences(od::array sentences, const std::string& place, DatasetImage& image) {
+    std::string error;
     size_t s = 0;
     for (auto element : sentences) {
       const size_t at = offset();
@@ -227,15 +235,18 @@ struct KarpathyStream::State {
         skip(sentence);
       }
       if (raw.empty() && has_tokens) raw = std::move(joined);
-      if (raw.empty())
-        throw std::runtime_error(where(at) + " " + place + ".sentences[" + std::to_string(s) +
-                                 "] has neither \"raw\" text nor \"tokens\"; remove it or add the caption");
-      Caption caption;
-      caption.tokens = clean_caption(raw);
-      caption.raw = std::move(raw);
-      image.captions.push_back(std::move(caption));
+      if (raw.empty() && error.empty())
+        error = where(at) + " " + place + ".sentences[" + std::to_string(s) +
+                "] has neither \"raw\" text nor \"tokens\"; remove it or add the caption";
+      if (error.empty()) {
+        Caption caption;
+        caption.tokens = clean_caption(raw);
+        caption.raw = std::move(raw);
+        image.captions.push_back(std::move(caption));
+      }
       ++s;
     }
+    return error;
   }
 
   void read(const std::function<void(DatasetImage&&, size_t, size_t)>& add) {
