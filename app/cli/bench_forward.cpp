@@ -14,6 +14,7 @@
 #include "command.h"
 #include "expnet/decode/decoder_state.h"
 #include "expnet/model/expansion_net.h"
+#include "expnet/system/system.h"
 
 namespace expnet::cli {
 namespace {
@@ -37,22 +38,31 @@ void run(const Options& o) {
     throw std::runtime_error("--tokens must lie in 1.." + std::to_string(config.max_seq_len) + " (max_seq_len)");
   torch::manual_seed(0);
   ExpansionNet model(config, o.vocab_size);  // the reference initialisation, seeded
+  const std::string& device = current_device();
+  model->to(torch::Device(device));
   model->eval();
   torch::NoGradGuard no_grad;
-  const auto images = torch::randn({o.batch, config.swin_in_chans, config.swin_img_size, config.swin_img_size});
-  const auto tokens = torch::randint(o.vocab_size, {o.batch, o.tokens}, torch::kLong);
+  const auto images = torch::randn({o.batch, config.swin_in_chans, config.swin_img_size, config.swin_img_size}).to(device);
+  const auto tokens = torch::randint(o.vocab_size, {o.batch, o.tokens}, torch::kLong).to(device);
   const auto mask = causal_self_mask(tokens, -1);
+  // CUDA runs kernels asynchronously: each timing waits for the device.
+  const auto timed = [&device](const std::function<void()>& work) {
+    return wall_ms([&] {
+      work();
+      wait_for_device(device);
+    });
+  };
 
   std::vector<double> backbone_ms, encode_ms, decode_ms, incremental_ms;
   for (int i = 0; i < o.warmup + o.repeats; ++i) {
     torch::Tensor features, enc;
-    const double b = o.skip_backbone ? 0.0 : wall_ms([&] { features = model->backbone(images); });
+    const double b = o.skip_backbone ? 0.0 : timed([&] { features = model->backbone(images); });
     if (o.skip_backbone)  // random features in place of the backbone's
-      features = torch::randn({o.batch, config.feature_tokens(), config.final_swin_dim});
-    const double e = wall_ms([&] { enc = model->encode(features); });
-    const double d = wall_ms([&] { model->decode(enc, tokens, mask); });
+      features = torch::randn({o.batch, config.feature_tokens(), config.final_swin_dim}).to(device);
+    const double e = timed([&] { enc = model->encode(features); });
+    const double d = timed([&] { model->decode(enc, tokens, mask); });
     // The same positions one at a time with the caches (keys/values included).
-    const double inc = wall_ms([&] {
+    const double inc = timed([&] {
       DecoderState state(model, enc);
       for (int64_t t = 0; t < o.tokens; ++t) state.step(tokens.select(1, t));
     });
@@ -70,6 +80,7 @@ void run(const Options& o) {
                                 {"batch", o.batch},
                                 {"tokens", o.tokens},
                                 {"threads", torch_threads()},
+                                {"device", device},
                                 {"repeats", o.repeats},
                                 {"median_ms",
                                  {{"backbone", b},
@@ -82,7 +93,7 @@ void run(const Options& o) {
                      .dump()
               << std::endl;
   } else {
-    std::cout << "model " << o.model << ", batch " << o.batch << ", " << o.tokens << " tokens, " << torch_threads()
+    std::cout << "model " << o.model << ", " << device << ", batch " << o.batch << ", " << o.tokens << " tokens, " << torch_threads()
               << " threads, median of " << o.repeats << ":\n"
               << "  backbone " << b << " ms\n  encode   " << e << " ms\n  decode   " << d << " ms (all " << o.tokens
               << " positions at once)\n  total    " << b + e + d << " ms\n  incremental decode " << inc << " ms ("

@@ -33,9 +33,8 @@ double load_average() {
 
 void run(const RuntimeOptions& runtime, const Options& o) {
   apply_runtime(runtime);
-  if (!runtime.device.empty() && runtime.device != "cpu")
-    throw std::runtime_error("bench train: measures the CPU trainer; --device " + runtime.device + " is not supported here");
   TrainBenchOptions b;
+  b.device = runtime.device;
   if (!o.model.empty()) b.model_json = resolve_model_config(o.model).to_json();
   b.data_dir = o.data.empty() ? ensure_dir(cache_dir() + "/bench-train") + "/shapes-" + std::to_string(o.images) : o.data;
   b.shapes_images = o.images;
@@ -50,7 +49,7 @@ void run(const RuntimeOptions& runtime, const Options& o) {
   if (o.json) {
     std::cout << nlohmann::json{{"model", o.model.empty() ? "shapes-demo" : o.model}, {"parameters", r.parameters},
                                 {"batch", r.batch}, {"steps", r.steps}, {"warmup", o.warmup}, {"threads", torch_threads()},
-                                {"images_per_s", r.images_per_s}, {"cpu_ms_per_step", r.cpu_ms},
+                                {"device", b.device}, {"images_per_s", r.images_per_s}, {"cpu_ms_per_step", r.cpu_ms},
                                 {"images_per_cpu_s", r.images_per_cpu_s}, {"load_average", load_average()},
                                 {"omp_wait_policy", std::getenv("OMP_WAIT_POLICY") ? std::getenv("OMP_WAIT_POLICY") : "default"},
                                 {"median_ms", phases}}
@@ -59,7 +58,7 @@ void run(const RuntimeOptions& runtime, const Options& o) {
     return;
   }
   std::cout << "XE training, " << (o.model.empty() ? "shapes-demo" : o.model) << " model (" << r.parameters
-            << " parameters), batch " << r.batch << ", " << torch_threads() << " threads, median of " << r.steps
+            << " parameters), batch " << r.batch << ", " << b.device << ", " << torch_threads() << " threads, median of " << r.steps
             << " steps:\n  " << r.images_per_s << " images/s (" << r.step_ms << " ms per step; CPU " << r.cpu_ms
             << " ms, " << r.images_per_cpu_s << " images per CPU-second)\n  load average " << load_average() << "\n";
   for (const auto& [name, value] : phases.items())

@@ -44,7 +44,9 @@ GetThreadsFn openblas_get_threads() {
 int find_blas_object(struct dl_phdr_info* info, size_t, void* data) {
   auto* found = static_cast<std::string*>(data);
   const std::string name = info->dlpi_name ? info->dlpi_name : "";
-  if (found->empty() && (name.find("blas") != std::string::npos)) *found = name;
+  // cuBLAS (and hipBLAS) serve the GPU's products, not the CPU's.
+  const bool gpu_blas = name.find("cublas") != std::string::npos || name.find("hipblas") != std::string::npos;
+  if (found->empty() && name.find("blas") != std::string::npos && !gpu_blas) *found = name;
   return 0;
 }
 
@@ -61,7 +63,8 @@ int blas_threads() {
 std::string blas_library() {
   std::string path;
   dl_iterate_phdr(find_blas_object, &path);
-  if (path.empty()) return "none loaded";
+  // PyTorch's own LibTorch builds link MKL statically: no BLAS library of its own is loaded.
+  if (path.empty()) return "none loaded (built into LibTorch, as in PyTorch's own builds)";
   // libblas.so.3 is a Debian alternatives link: name what it resolves to.
   if (char* real = realpath(path.c_str(), nullptr)) {
     path = real;
@@ -122,6 +125,11 @@ void apply_runtime(const RuntimeOptions& options) {
 }
 
 const std::string& current_device() { return g_device; }
+
+void wait_for_device(const std::string& device) {
+  const torch::Device parsed(device);
+  if (parsed.is_cuda()) torch::cuda::synchronize(parsed.has_index() ? parsed.index() : -1);
+}
 
 VersionInfo version_info() {
   VersionInfo info;

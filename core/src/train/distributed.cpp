@@ -5,9 +5,12 @@
 #include "expnet/train/distributed.h"
 
 #include <torch/torch.h>
+#include <torch/version.h>
 
 #if defined(EXPNET_HAVE_GLOO)
 #include <torch/csrc/distributed/c10d/ProcessGroupGloo.hpp>
+#endif
+#if defined(EXPNET_HAVE_GLOO) || defined(EXPNET_HAVE_NCCL)
 #include <torch/csrc/distributed/c10d/TCPStore.hpp>
 #endif
 #if defined(EXPNET_HAVE_NCCL)
@@ -70,7 +73,12 @@ bool distributed_available(const std::string& device, std::string* why) {
 struct ProcessGroup::Impl {
   int rank = 0, size = 1;
   c10::intrusive_ptr<c10d::Store> store;
+  // LibTorch 2 made Gloo and NCCL backends of a c10d::ProcessGroup, with the same collectives.
+#if TORCH_VERSION_MAJOR >= 2
+  c10::intrusive_ptr<c10d::Backend> group;
+#else
   c10::intrusive_ptr<c10d::ProcessGroup> group;
+#endif
   std::chrono::milliseconds timeout{60000};
 
   // c10d reports a dead or silent peer by throwing from wait(); say what it means.

@@ -4,7 +4,9 @@
 #include <torch/torch.h>
 
 #include <cmath>
+#include <sstream>
 #include <stdexcept>
+#include <type_traits>
 
 namespace expnet {
 
@@ -33,6 +35,24 @@ void RAdamParamState::serialize(torch::serialize::InputArchive& archive) {
   _TORCH_OPTIM_DESERIALIZE_TORCH_ARG(torch::Tensor, exp_avg);
   _TORCH_OPTIM_DESERIALIZE_TORCH_ARG(torch::Tensor, exp_avg_sq);
 }
+
+namespace {
+
+// LibTorch keys an optimizer's state by the parameter's TensorImpl: its address
+// as a string in 1.13 (c10::guts::to_string), the pointer itself in 2.x.
+template <class Key>
+Key state_key_of(const at::Tensor& p) {
+  const void* impl = p.unsafeGetTensorImpl();
+  if constexpr (std::is_same_v<Key, std::string>) {
+    std::ostringstream address;
+    address << impl;
+    return address.str();
+  } else {
+    return const_cast<void*>(impl);
+  }
+}
+
+}  // namespace
 
 RAdam::RAdam(std::vector<torch::optim::OptimizerParamGroup> param_groups, RAdamOptions defaults)
     : Optimizer(std::move(param_groups), std::make_unique<RAdamOptions>(defaults)) {
@@ -68,7 +88,7 @@ torch::Tensor RAdam::step(LossClosure closure) {
     for (auto& p : group.params()) {
       if (!p.grad().defined()) continue;
       const auto& grad = p.grad();
-      auto key = c10::guts::to_string(p.unsafeGetTensorImpl());
+      auto key = state_key_of<std::decay_t<decltype(state_)>::key_type>(p);
       auto it = state_.find(key);
       if (it == state_.end()) {
         auto fresh = std::make_unique<RAdamParamState>();
@@ -99,7 +119,7 @@ void RAdam::save(torch::serialize::OutputArchive& archive) const {
     archive.write(prefix + ".lr", c10::IValue(param_groups_[g].options().get_lr()));
     const auto& params = param_groups_[g].params();
     for (size_t i = 0; i < params.size(); ++i) {
-      const auto it = state_.find(c10::guts::to_string(params[i].unsafeGetTensorImpl()));
+      const auto it = state_.find(state_key_of<std::decay_t<decltype(state_)>::key_type>(params[i]));
       if (it == state_.end()) continue;
       const auto& st = static_cast<const RAdamParamState&>(*it->second);
       const auto key = prefix + ".p" + std::to_string(i);
@@ -129,7 +149,7 @@ void RAdam::load(torch::serialize::InputArchive& archive) {
       st->step(step.item<int64_t>());
       st->exp_avg(exp_avg.to(params[i].device()));
       st->exp_avg_sq(exp_avg_sq.to(params[i].device()));
-      state_[c10::guts::to_string(params[i].unsafeGetTensorImpl())] = std::move(st);
+      state_[state_key_of<std::decay_t<decltype(state_)>::key_type>(params[i])] = std::move(st);
     }
   }
 }

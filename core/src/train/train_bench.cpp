@@ -22,6 +22,7 @@
 #include "expnet/text/vocabulary.h"
 #include "expnet/train/train_steps.h"
 #include "expnet/system/statistics.h"
+#include "expnet/system/system.h"
 
 namespace fs = std::filesystem;
 
@@ -59,6 +60,8 @@ TrainBenchResult bench_training(const TrainBenchOptions& o) {
   const Vocabulary vocab = build_vocabulary(dataset, 1).vocabulary;
   torch::manual_seed(static_cast<uint64_t>(o.seed));
   ExpansionNet model(mc, static_cast<int64_t>(vocab.size()));
+  const torch::Device device(o.device);
+  model->to(device);
   DropoutRates rates;
   rates.enc = rates.dec = rates.enc_input = rates.dec_input = rates.other = o.dropout;
   rates.swin_drop_path = o.drop_path;
@@ -83,24 +86,29 @@ TrainBenchResult bench_training(const TrainBenchOptions& o) {
   clock::time_point t3;
   XeStepOptions xe;
   xe.pad_id = vocab.pad_id();
-  xe.forward_done = [&t3] { t3 = clock::now(); };
+  // Each clock read waits for the device first: CUDA kernels run asynchronously.
+  const auto now = [&o] {
+    wait_for_device(o.device);
+    return clock::now();
+  };
+  xe.forward_done = [&t3, &now] { t3 = now(); };
   PhaseTimes times;
   for (int64_t i = 0; i < o.warmup + o.steps; ++i) {
     const double c0 = process_cpu_ms();
-    const auto t0 = clock::now();
+    const auto t0 = now();
     Batch batch = loader.next();
-    const auto images = images_to_model_input(batch.images, static_cast<int>(mc.swin_img_size));
-    const auto t1 = clock::now();
+    const auto images = images_to_model_input(batch.images, static_cast<int>(mc.swin_img_size)).to(device);
+    const auto t1 = now();
     const auto feats = model->backbone(images);
-    const auto t2 = clock::now();
+    const auto t2 = now();
     const auto loss = xe_step(*model, feats, batch, xe).loss;  // sets t3 between forward and loss
-    const auto t4 = clock::now();
+    const auto t4 = now();
     loss.backward();
-    const auto t5 = clock::now();
+    const auto t5 = now();
     torch::nn::utils::clip_grad_norm_(params, 1.0);
     optimizer.step();
     optimizer.zero_grad();
-    const auto t6 = clock::now();
+    const auto t6 = now();
     const double c6 = process_cpu_ms();
     spdlog::info("step {}{}: {:.0f} ms (CPU {:.0f} ms) (data {:.0f}, backbone fwd {:.0f}, enc+dec fwd {:.0f}, loss {:.0f}, backward {:.0f}, "
                  "optimizer {:.0f}), loss {:.4f}", i + 1, i < o.warmup ? " (warm-up)" : "", ms(t0, t6), c6 - c0, ms(t0, t1),

@@ -41,6 +41,11 @@ void check_device(const std::string& device);
 // The device string currently in use (set by apply_runtime).
 const std::string& current_device();
 
+// Waits until the work queued on `device` has finished: CUDA kernels run
+// asynchronously, so a timer read without this measures only their launch.
+// Returns at once for the CPU.
+void wait_for_device(const std::string& device);
+
 int hardware_threads();
 int torch_threads();
 // Threads of the BLAS library LibTorch calls; -1 when it is not OpenBLAS.

@@ -17,6 +17,7 @@ struct TrainBenchOptions {
   int64_t steps = 10, warmup = 3;
   int workers = 2;
   uint64_t seed = 1;
+  std::string device = "cpu";    // "cuda" or "cuda:N" trains there (each phase waits for the device before it is timed)
   double dropout = 0.1, drop_path = 0.0;
 };
 
