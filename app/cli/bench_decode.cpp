@@ -20,6 +20,7 @@
 #include "expnet/model/layers.h"
 #include "expnet/model/swin.h"
 #include "expnet/model/expansion_net.h"
+#include "expnet/model/precision.h"
 #include "expnet/model/state_entries.h"
 #include "expnet/checkpoint/vocabulary_file.h"
 #include "op_profile.h"
@@ -38,6 +39,7 @@ struct BenchArgs {
   bool json = false;
   bool profile = false;  // print where the time goes (LibTorch profiler, one extra run)
   int groups = 0;        // > 0: AIC greedy against PNAIC with this many groups
+  std::vector<std::string> precisions{"fp32"};  // bench caption: alternated in each repeat
 };
 
 Vocabulary bench_vocabulary(const BenchArgs& args) {
@@ -247,36 +249,71 @@ void run_decode(const RuntimeOptions& runtime, const BenchArgs& args) {
   std::cout << "  peak RSS: " << out["peak_rss_mb"].get<double>() << " MB\n";
 }
 
+// Relative error of `x` against `reference`: ||x - ref|| / ||ref|| (float64 sums).
+double relative_error(const at::Tensor& x, const at::Tensor& reference) {
+  const auto ref = reference.to(torch::kDouble);
+  return (x.to(torch::kDouble) - ref).norm().item<double>() / std::max(ref.norm().item<double>(), 1e-30);
+}
+
+// Each repeat times every precision in turn (alternated, so drift on a busy
+// machine reaches them alike); medians per precision.
 void run_caption(const RuntimeOptions& runtime, const BenchArgs& args) {
   auto captioner = make_captioner(args, runtime);
   // A noisy 640x480 photo-sized image: preprocessing does a real resize.
   cv::Mat image(480, 640, CV_8UC3);
   cv::randu(image, cv::Scalar::all(0), cv::Scalar::all(255));
-  DecodingOptions options;
-  options.beam_size = args.beam;
-  options.max_length = args.steps + 1;
-  options = captioner->complete(options);
+  // Exactly `steps` words: precisions whose encoder outputs differ slightly
+  // would otherwise stop at different lengths and decode different amounts.
+  DecodingOptions options = captioner->complete(forced_options(args, args.steps));
   const auto special = captioner->special_tokens(false);
-  std::vector<double> pre, enc, dec, total;
-  for (int r = 0; r < args.repeats; ++r) {
-    torch::NoGradGuard no_grad;
-    auto t0 = Clock::now();
-    auto input = captioner->preprocess(image);
-    wait_for_device(runtime.device);  // CUDA kernels run asynchronously
-    auto t1 = Clock::now();
-    auto encoded = captioner->encode(input);
-    auto decoder = captioner->make_decoder(encoded, DecoderKind::Incremental);
-    wait_for_device(runtime.device);
-    auto t2 = Clock::now();
-    decode(*decoder, 1, special, options);
-    auto t3 = Clock::now();
-    auto ms = [](auto a, auto b) { return std::chrono::duration<double, std::milli>(b - a).count(); };
-    pre.push_back(ms(t0, t1));
-    enc.push_back(ms(t1, t2));
-    dec.push_back(ms(t2, t3));
-    total.push_back(ms(t0, t3));
+  std::vector<Precision> precisions;
+  for (const auto& name : args.precisions) {
+    const Precision requested = parse_precision(name, runtime.device);
+    std::string note;
+    const Precision used = effective_precision(requested, runtime.device, &note);
+    if (!note.empty()) spdlog::warn("{}", note);
+    precisions.push_back(used);
   }
-  if (args.profile)
+  struct Times {
+    std::vector<double> pre, enc, dec, total;
+    double encoder_rel_error = 0;
+  };
+  std::vector<Times> times(precisions.size());
+  {  // The encoder output of each precision against fp32's, on the same input.
+    torch::NoGradGuard no_grad;
+    const auto input = captioner->preprocess(image);
+    captioner->set_precision(Precision::FP32);
+    const auto reference = captioner->encode(input);
+    for (size_t p = 0; p < precisions.size(); ++p) {
+      captioner->set_precision(precisions[p]);
+      times[p].encoder_rel_error = relative_error(captioner->encode(input), reference);
+    }
+  }
+  for (int r = 0; r < args.repeats; ++r) {
+    for (size_t p = 0; p < precisions.size(); ++p) {
+      captioner->set_precision(precisions[p]);
+      torch::NoGradGuard no_grad;
+      auto t0 = Clock::now();
+      auto input = captioner->preprocess(image);
+      wait_for_device(runtime.device);  // CUDA kernels run asynchronously
+      auto t1 = Clock::now();
+      auto encoded = captioner->encode(input);
+      auto decoder = captioner->make_decoder(encoded, DecoderKind::Incremental);
+      wait_for_device(runtime.device);
+      auto t2 = Clock::now();
+      decode(*decoder, 1, special, options);
+      auto t3 = Clock::now();
+      auto ms = [](auto a, auto b) { return std::chrono::duration<double, std::milli>(b - a).count(); };
+      times[p].pre.push_back(ms(t0, t1));
+      times[p].enc.push_back(ms(t1, t2));
+      times[p].dec.push_back(ms(t2, t3));
+      times[p].total.push_back(ms(t0, t3));
+      spdlog::info("repeat {} {}: encode {:.0f} ms, decode {:.0f} ms", r + 1, precision_name(precisions[p]), ms(t1, t2),
+                   ms(t2, t3));
+    }
+  }
+  if (args.profile) {
+    captioner->set_precision(precisions.front());
     profile_ops("caption (preprocess, encode, decode)",
                 [&] {
                   torch::NoGradGuard no_grad;
@@ -285,17 +322,29 @@ void run_caption(const RuntimeOptions& runtime, const BenchArgs& args) {
                   decode(*decoder, 1, special, options);
                 },
                 std::cerr, 25);
-  nlohmann::json out = {{"model", args.model},       {"device", runtime.device},   {"beam", args.beam},          {"max_len", args.steps + 1},
-                        {"threads", torch_threads()}, {"preprocess_ms", median(pre)}, {"encode_ms", median(enc)},
-                        {"decode_ms", median(dec)},   {"total_ms", median(total)},  {"peak_rss_mb", peak_rss_mb()}};
+  }
+  nlohmann::json rows = nlohmann::json::array();
+  for (size_t p = 0; p < precisions.size(); ++p)
+    rows.push_back({{"precision", precision_name(precisions[p])}, {"preprocess_ms", median(times[p].pre)},
+                    {"encode_ms", median(times[p].enc)}, {"decode_ms", median(times[p].dec)},
+                    {"total_ms", median(times[p].total)}, {"encoder_rel_error", times[p].encoder_rel_error}});
+  // The first precision's figures also at the top level (the form before --precision).
+  nlohmann::json out = {{"model", args.model},       {"device", runtime.device},          {"beam", args.beam},
+                        {"max_len", args.steps + 1}, {"words", args.steps}, {"threads", torch_threads()},        {"repeats", args.repeats},
+                        {"precisions", rows},        {"peak_rss_mb", peak_rss_mb()}};
+  for (const char* key : {"preprocess_ms", "encode_ms", "decode_ms", "total_ms"}) out[key] = rows[0][key];
   if (args.json) {
     std::cout << out.dump() << std::endl;
     return;
   }
   std::cout << "caption, " << args.model << " random weights, beam " << args.beam << ", max-len " << args.steps + 1
-            << ", threads " << torch_threads() << ", median of " << args.repeats << "\n"
-            << "  preprocess " << median(pre) << " ms, encode " << median(enc) << " ms, decode " << median(dec)
-            << " ms, total " << median(total) << " ms; peak RSS " << out["peak_rss_mb"].get<double>() << " MB\n";
+            << ", threads " << torch_threads() << ", median of " << args.repeats << " alternated repeats\n";
+  for (const auto& row : rows)
+    std::cout << "  " << row["precision"].get<std::string>() << ": preprocess " << row["preprocess_ms"].get<double>()
+              << " ms, encode " << row["encode_ms"].get<double>() << " ms, decode " << row["decode_ms"].get<double>()
+              << " ms, total " << row["total_ms"].get<double>() << " ms; encoder output's relative error against fp32 "
+              << row["encoder_rel_error"].get<double>() << "\n";
+  std::cout << "  peak RSS " << out["peak_rss_mb"].get<double>() << " MB\n";
 }
 
 void add_common(CLI::App* command, BenchArgs& args) {
@@ -323,7 +372,9 @@ const bool registered = register_command({"bench-decode", 90, [](CLI::App& root)
     auto [command, args] = add_command<BenchArgs>(
         bench_group(root), "caption", "End-to-end caption time of one image (preprocess, encode, decode)", run_caption);
     add_common(command, *args);
-    command->add_option("--words", args->steps, "Max words (max-len = words + 1)")->check(CLI::PositiveNumber);
+    command->add_option("--words", args->steps, "Words per caption (EOS blocked until then)")->check(CLI::PositiveNumber);
+    command->add_option("--precision", args->precisions, "fp32, bf16 or auto; repeat it to compare (alternated in each repeat)")
+        ->check(CLI::IsMember({"fp32", "bf16", "auto"}));
   }
 }});
 

@@ -28,6 +28,7 @@ struct Options {
   int warmup = 1;
   bool json = false;
   bool skip_backbone = false;
+  std::string precision = "fp32";
 };
 
 void run(const Options& o) {
@@ -41,6 +42,10 @@ void run(const Options& o) {
   const std::string& device = current_device();
   model->to(torch::Device(device));
   model->eval();
+  std::string note;
+  const Precision precision = effective_precision(parse_precision(o.precision, device), device, &note);
+  if (!note.empty()) spdlog::warn("--precision {}: {}", o.precision, note);
+  model->set_precision(precision);
   torch::NoGradGuard no_grad;
   const auto images = torch::randn({o.batch, config.swin_in_chans, config.swin_img_size, config.swin_img_size}).to(device);
   const auto tokens = torch::randint(o.vocab_size, {o.batch, o.tokens}, torch::kLong).to(device);
@@ -81,6 +86,7 @@ void run(const Options& o) {
                                 {"tokens", o.tokens},
                                 {"threads", torch_threads()},
                                 {"device", device},
+                                {"precision", precision_name(precision)},
                                 {"repeats", o.repeats},
                                 {"median_ms",
                                  {{"backbone", b},
@@ -93,7 +99,7 @@ void run(const Options& o) {
                      .dump()
               << std::endl;
   } else {
-    std::cout << "model " << o.model << ", " << device << ", batch " << o.batch << ", " << o.tokens << " tokens, " << torch_threads()
+    std::cout << "model " << o.model << ", " << device << ", " << precision_name(precision) << ", batch " << o.batch << ", " << o.tokens << " tokens, " << torch_threads()
               << " threads, median of " << o.repeats << ":\n"
               << "  backbone " << b << " ms\n  encode   " << e << " ms\n  decode   " << d << " ms (all " << o.tokens
               << " positions at once)\n  total    " << b + e + d << " ms\n  incremental decode " << inc << " ms ("
@@ -112,6 +118,9 @@ const bool registered = register_command({"bench forward", 200, [](CLI::App& roo
   command->add_option("--repeats", o->repeats, "Timed runs (the median is printed)")->capture_default_str();
   command->add_option("--warmup", o->warmup, "Untimed runs first")->capture_default_str();
   command->add_flag("--skip-backbone", o->skip_backbone, "Feed random features to the encoder (backbone time 0)");
+  command->add_option("--precision", o->precision, "fp32, bf16 or auto (expnet caption --help)")
+      ->check(CLI::IsMember({"fp32", "bf16", "auto"}))
+      ->capture_default_str();
   command->add_flag("--json", o->json, "Print one compact JSON object");
 }});
 

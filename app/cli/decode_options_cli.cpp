@@ -53,6 +53,11 @@ void add_model_options(CLI::App* command, ModelArgs& args) {
   command->add_option("--model", args.model, "Model preset (official, tiny, small, demo) or config JSON; default: from the checkpoint. --model demo alone is the built-in demo model");
   command->add_option("--checkpoint", args.checkpoint, "Checkpoint .pth (the authors' or ours)");
   command->add_option("--vocab", args.vocab, "Vocabulary (.pickle as released, or our .json); default: from the checkpoint");
+  command->add_option("--precision", args.precision,
+                      "Matrix products in fp32 (the reference's), bf16 (bfloat16, float32 accumulation) or auto "
+                      "(bf16 where the CPU has avx512_bf16/AMX, or on CUDA)")
+      ->check(CLI::IsMember({"fp32", "bf16", "auto"}))
+      ->capture_default_str();
 }
 
 void add_decode_options(CLI::App* command, DecodeArgs& args) {
@@ -98,6 +103,11 @@ std::unique_ptr<Captioner> load_captioner(const ModelArgs& args, const RuntimeOp
   spdlog::info("loading model {} from {}", source.model.empty() ? std::string("(from checkpoint)") : source.model, source.checkpoint);
   auto captioner = Captioner::load(source);
   spdlog::info("model loaded in {:.0f} ms ({} words, device {})", captioner->load_ms(), captioner->vocabulary().size(), source.device);
+  std::string note;
+  const Precision precision = effective_precision(parse_precision(args.precision, runtime.device), runtime.device, &note);
+  if (!note.empty()) spdlog::warn("--precision {}: {}", args.precision, note);
+  captioner->set_precision(precision);
+  if (precision != Precision::FP32) spdlog::info("matrix products in {}", precision_name(precision));
   return captioner;
 }
 

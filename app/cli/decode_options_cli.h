@@ -19,6 +19,7 @@ namespace expnet::cli {
 
 struct ModelArgs {
   std::string model, checkpoint, vocab;
+  std::string precision = "fp32";  // fp32, bf16 or auto (expnet/model/precision.h)
 };
 
 struct DecodeArgs {

@@ -4,6 +4,7 @@
 #include <iostream>
 
 #include "command.h"
+#include "expnet/model/precision.h"
 #include "expnet/system/paths.h"
 
 namespace expnet::cli {
@@ -16,6 +17,9 @@ struct DoctorArgs {
 void run(const DoctorArgs& args) {
   const bool json = args.json;
   const DoctorReport report = run_doctor();
+  std::string bf16_why;
+  const bool bf16 = bf16_is_fast(current_device(), &bf16_why);
+  const std::string precision_auto = bf16 ? "bf16" : "fp32";
   if (json) {
     nlohmann::json out = {{"gflops", report.gflops},
                           {"matmul_ms", report.matmul_ms},
@@ -23,6 +27,9 @@ void run(const DoctorArgs& args) {
                           {"blas_threads", report.blas_threads},
                           {"blas_library", report.blas_library},
                           {"cuda", report.cuda},
+                          {"bf16", bf16},
+                          {"bf16_reason", bf16_why},
+                          {"precision_auto", precision_auto},
                           {"devices", report.devices},
                           {"warnings", report.warnings},
                           {"data_dir", data_dir()},
@@ -36,6 +43,7 @@ void run(const DoctorArgs& args) {
               << "BLAS: " << report.blas_library << "\n"
               << "BLAS threads: " << (report.blas_threads < 0 ? std::string("unknown") : std::to_string(report.blas_threads)) << "\n"
               << "CUDA: " << (report.cuda ? "available" : "not available") << "\n"
+              << bf16_why << " (--precision auto: " << precision_auto << " on " << current_device() << ")\n"
               << "devices:";
     for (const auto& d : report.devices) std::cout << " " << d;
     std::cout << "\n"

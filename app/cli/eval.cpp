@@ -84,6 +84,7 @@ void run(const RuntimeOptions& runtime, const EvalArgs& args) {
   request.checkpoint = args.model.checkpoint;
   request.vocab = args.model.vocab;
   request.device = runtime.device;
+  request.precision = parse_precision(args.model.precision, runtime.device);
   // As `expnet caption`: the checkpoint's decoding options, but for the flags given.
   request.options = args.decode.options();
   request.use_carried_decoding = true;

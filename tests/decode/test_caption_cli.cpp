@@ -18,6 +18,13 @@ class TestCaptionCli : public QObject {
             QStringLiteral("--threads"),    QStringLiteral("1")};
   }
 
+  // The authors' beam search on the tiny fixture (expected.json); empty when unreadable.
+  static QJsonObject expectedBeam(const QString& dir) {
+    QFile json(dir + QStringLiteral("/expected.json"));
+    if (!json.open(QIODevice::ReadOnly)) return {};
+    return QJsonDocument::fromJson(json.readAll()).object()[QStringLiteral("beam_search")].toObject();
+  }
+
   static QList<QJsonObject> jsonLines(const QByteArray& out) {
     QList<QJsonObject> lines;
     for (const QByteArray& line : out.trimmed().split('\n'))
@@ -29,9 +36,8 @@ class TestCaptionCli : public QObject {
   void captionsLikeTheReference() {
     EXPNET_FIXTURE(image, "reference/tiny/image0.png");
     const QString dir = QFileInfo(image).path();
-    QFile json(dir + QStringLiteral("/expected.json"));
-    QVERIFY(json.open(QIODevice::ReadOnly));
-    const QJsonObject beam = QJsonDocument::fromJson(json.readAll()).object()[QStringLiteral("beam_search")].toObject();
+    const QJsonObject beam = expectedBeam(dir);
+    QVERIFY(!beam.isEmpty());
 
     const QString missing = QStringLiteral("/nonexistent/cat.jpg");
     const auto r = expnet_test::runProcess(
@@ -58,6 +64,36 @@ class TestCaptionCli : public QObject {
     QCOMPARE(lines[1][QStringLiteral("image")].toString(), missing);
     QVERIFY(lines[1][QStringLiteral("error")].toString().contains(QStringLiteral("no such file")));
     QVERIFY(r.err.contains("could not be captioned"));
+  }
+
+  // bf16 matrix products (forced on, so CPUs without avx512_bf16 run it too,
+  // emulated) give the reference's captions on the tiny fixture.
+  void bf16CaptionsLikeTheReference() {
+    EXPNET_FIXTURE(image, "reference/tiny/image0.png");
+    const QString dir = QFileInfo(image).path();
+    const QJsonObject beam = expectedBeam(dir);
+    QVERIFY(!beam.isEmpty());
+    const QStringList decoding{QStringLiteral("--beam"), QStringLiteral("3"),   QStringLiteral("--n-best"),
+                               QStringLiteral("3"),      QStringLiteral("--max-len"), QStringLiteral("12"),
+                               QStringLiteral("--json"), QStringLiteral("--precision"), QStringLiteral("bf16")};
+    qputenv("EXPNET_CPU_BF16", "1");
+    const auto r = expnet_test::runProcess(expnet_test::cliPath(), modelArgs(dir) + decoding + QStringList{image});
+    qputenv("EXPNET_CPU_BF16", "0");  // as on a CPU without bfloat16: fp32, and it says so
+    const auto fallback = expnet_test::runProcess(expnet_test::cliPath(), modelArgs(dir) + decoding + QStringList{image});
+    qunsetenv("EXPNET_CPU_BF16");
+    QCOMPARE(r.exitCode, 0);
+    QVERIFY2(r.err.contains("matrix products in bf16"), r.err.constData());
+    const QJsonArray captions = jsonLines(r.out)[0][QStringLiteral("captions")].toArray();
+    const QJsonArray expected = beam[QStringLiteral("tokens")].toArray()[0].toArray();
+    QCOMPARE(captions.size(), expected.size());
+    for (int i = 0; i < captions.size(); ++i) QCOMPARE(captions[i][QStringLiteral("tokens")].toArray(), expected[i].toArray());
+    QCOMPARE(fallback.exitCode, 0);
+    QVERIFY2(fallback.err.contains("running in fp32 instead"), fallback.err.constData());
+    QVERIFY(!fallback.err.contains("matrix products in bf16"));
+    const auto bad = expnet_test::runProcess(expnet_test::cliPath(),
+                                             modelArgs(dir) + QStringList{QStringLiteral("--precision"), QStringLiteral("fp8"), image});
+    QVERIFY(bad.exitCode != 0);
+    QVERIFY2(bad.err.contains("--precision") && bad.err.contains("fp8"), bad.err.constData());
   }
 
   void foldersAndBadFiles() {

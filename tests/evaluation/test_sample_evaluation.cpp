@@ -288,6 +288,25 @@ class TestSampleEvaluation : public QObject {
     QVERIFY2(unknown.contains(db) && unknown.contains("999"), qPrintable(unknown));
   }
 
+  // A bf16 evaluation is an evaluation of its own (its options carry the
+  // precision); the fp32 one is found again unchanged.
+  void bf16EvaluationHasItsOwnKey() {
+    const QString db = dir_ + "/precision.sqlite";
+    const QJsonObject fp32 = eval({"--limit", "4"}, db);
+    qputenv("EXPNET_CPU_BF16", "1");  // bf16 even where the CPU lacks it (emulated)
+    const QJsonObject bf16 = eval({"--limit", "4", "--precision", "bf16"}, db);
+    qunsetenv("EXPNET_CPU_BF16");
+    QVERIFY(fp32["evaluation"]["id"].toInt() != bf16["evaluation"]["id"].toInt());
+    QCOMPARE(bf16["evaluation"]["captioned"].toInt(), 4);
+    QCOMPARE(bf16["evaluation"]["options"]["precision"].toString(), QString("bf16"));
+    QVERIFY(!fp32["evaluation"]["options"].toObject().contains("precision"));
+    QCOMPARE(bf16["evaluation"]["model"].toString(), QString("demo [bf16]"));
+    QCOMPARE(fp32["evaluation"]["options"].toObject(), full()["evaluation"]["options"].toObject());
+    const QJsonObject again = eval({"--limit", "4"}, db);
+    QCOMPARE(again["evaluation"]["id"].toInt(), fp32["evaluation"]["id"].toInt());
+    QCOMPARE(again["evaluation"]["captioned"].toInt(), 0);
+  }
+
   void damagedStoresAreRefusedUntouched() {
     // Not SQLite at all.
     const QString garbage = dir_ + "/garbage.sqlite";

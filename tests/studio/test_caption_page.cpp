@@ -429,6 +429,32 @@ class TestCaptionPage : public QObject {
 
   // The models loaded last are offered again and the last one is reloaded at start;
   // when its files are gone, the demo model is loaded and the Model box says why.
+  // The Model box's Precision: bf16 where the CPU has it (forced here), and
+  // fp32 with a note where it does not.
+  void precisionFromTheModelBox() {
+    StudioContext context;
+    CaptionPage page(&context);
+    page.show();
+    auto* precision = page.findChild<QComboBox*>("precision");
+    QVERIFY(precision);
+    QCOMPARE(precision->currentText(), QString("fp32"));
+    precision->setCurrentText("bf16");
+    qputenv("EXPNET_CPU_BF16", "1");
+    page.findChild<QPushButton*>("demoModel")->click();
+    QTRY_VERIFY_WITH_TIMEOUT(page.modelLoaded() && !page.isBusy(), kWaitMs);
+    QCOMPARE(context.modelName(), QString("built-in demo model (bf16)"));
+    QVERIFY(context.captioner()->precision() == expnet::Precision::BF16);
+    QVERIFY(page.describe().value("model_note").toString().isEmpty());
+    qputenv("EXPNET_CPU_BF16", "0");  // a CPU without bfloat16
+    page.findChild<QPushButton*>("demoModel")->click();
+    QTRY_VERIFY_WITH_TIMEOUT(page.modelLoaded() && !page.isBusy(), kWaitMs);
+    qunsetenv("EXPNET_CPU_BF16");
+    QCOMPARE(context.modelName(), QString("built-in demo model"));
+    QVERIFY(context.captioner()->precision() == expnet::Precision::FP32);
+    const QString note = page.describe().value("model_note").toString();
+    QVERIFY2(note.contains("running in fp32 instead"), qPrintable(note));
+  }
+
   void recentModelsAndTheLastOneAtStart() {
     QCoreApplication::setOrganizationName("expnet-test");  // not the user's settings
     QSettings().clear();

@@ -208,7 +208,10 @@ void CaptionPage::loadModel(const ModelRequest& request) {
 
 void CaptionPage::onModelLoaded(const QString& name, const QJsonObject& details) {
   loading_ = false;
-  modelName_ = name;
+  const QString precision = details.value(QStringLiteral("precision")).toString();
+  modelName_ = precision == QStringLiteral("bf16") ? name + QStringLiteral(" (bf16)") : name;
+  const QString precisionNote = details.value(QStringLiteral("precision_note")).toString();
+  if (!precisionNote.isEmpty()) loadNote_ = loadNote_.isEmpty() ? precisionNote : loadNote_ + QStringLiteral("; ") + precisionNote;
   modelDetails_ = details;
   decodingForm_->setModelMaxLength(details.value(QStringLiteral("max_seq_len")).toInt());
   decodingForm_->applyCheckpoint(details.value(QStringLiteral("decoding")).toObject());
@@ -219,7 +222,7 @@ void CaptionPage::onModelLoaded(const QString& name, const QJsonObject& details)
   if (settingsRestored_) QSettings().setValue(QStringLiteral("caption/recent_models"), recentModels_.toSettings());
   context_->setModelLoading(false);
   context_->setCaptioner(worker_->captioner());
-  context_->setModelName(name);
+  context_->setModelName(modelName_);
   context_->setRuntime(details.value(QStringLiteral("device")).toString(), details.value(QStringLiteral("threads")).toInt());
   updateState();
   emit modelReady();

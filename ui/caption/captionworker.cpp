@@ -80,11 +80,17 @@ void CaptionWorker::loadModel(const ModelRequest& request) {
     source.vocab = request.vocab.toStdString();
     source.device = request.device.toStdString();
     auto captioner = expnet::Captioner::load(source);
+    std::string precisionNote;
+    const auto precision = expnet::effective_precision(
+        expnet::parse_precision(request.precision.toStdString(), source.device), source.device, &precisionNote);
+    captioner->set_precision(precision);
     const auto& config = captioner->config();
     QJsonObject details{{"checkpoint", request.checkpoint},
                         {"model", request.model},
                         {"vocab", request.vocab},
                         {"device", request.device},
+                        {"precision", QString::fromStdString(expnet::precision_name(precision))},
+                        {"precision_note", QString::fromStdString(precisionNote)},
                         {"threads", expnet::torch_threads()},
                         {"vocabulary_size", qint64(captioner->vocabulary().size())},
                         {"image_size", qint64(config.swin_img_size)},

@@ -1,5 +1,5 @@
 // The Caption page's "Model" box: config (preset or JSON), checkpoint,
-// vocabulary, device and threads, Load model, Demo model and Recent (the
+// vocabulary, device, threads and precision, Load model, Demo model and Recent (the
 // models loaded lately), and the load's state (busy bar, "Loaded ... in N ms"
 // or the error).
 #pragma once
@@ -49,6 +49,7 @@ class ModelForm : public QGroupBox {
   QLineEdit* vocab_;
   QComboBox* device_;
   QSpinBox* threads_;
+  QComboBox* precision_;
   ActionButton* loadButton_;
   QProgressBar* busy_;
   QLabel* status_;

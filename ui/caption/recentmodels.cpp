@@ -21,6 +21,7 @@ void RecentModels::add(const ModelRequest& request) {
   kept.model = isConfigFile(request.model) ? absolute(request.model) : request.model;
   kept.checkpoint = absolute(request.checkpoint);
   kept.vocab = absolute(request.vocab);
+  kept.precision = request.precision;  // reloaded as it was loaded
   models_.removeIf([&](const ModelRequest& m) { return sameModel(m, kept); });
   models_.prepend(kept);
   while (models_.size() > kMax) models_.removeLast();
@@ -36,7 +37,7 @@ QStringList RecentModels::toSettings() const {
   QStringList entries;
   for (const auto& m : models_)
     entries << QString::fromUtf8(
-        QJsonDocument(QJsonObject{{"model", m.model}, {"checkpoint", m.checkpoint}, {"vocab", m.vocab}})
+        QJsonDocument(QJsonObject{{"model", m.model}, {"checkpoint", m.checkpoint}, {"vocab", m.vocab}, {"precision", m.precision}})
             .toJson(QJsonDocument::Compact));
   return entries;
 }
@@ -50,6 +51,7 @@ void RecentModels::fromSettings(const QStringList& entries) {
     m.model = o.value(QStringLiteral("model")).toString();
     m.checkpoint = o.value(QStringLiteral("checkpoint")).toString();
     m.vocab = o.value(QStringLiteral("vocab")).toString();
+    m.precision = o.value(QStringLiteral("precision")).toString(QStringLiteral("fp32"));
     models_.push_back(m);
   }
 }

@@ -152,6 +152,11 @@ std::unique_ptr<Captioner> Captioner::create_random(const ModelConfig& config, V
 }
 
 ExpansionNetImpl& Captioner::model() { return *state_->model; }
+
+void Captioner::set_precision(Precision precision) {
+  state_->model->set_precision(precision);
+  precision_ = precision;
+}
 std::shared_ptr<ExpansionNetImpl> Captioner::shared_model() { return state_->model.ptr(); }
 
 SpecialTokens Captioner::special_tokens(bool with_bad_endings) const {

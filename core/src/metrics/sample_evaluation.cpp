@@ -9,6 +9,9 @@
 #include <stdexcept>
 #include <unordered_map>
 
+#include <nlohmann/json.hpp>
+#include <spdlog/spdlog.h>
+
 #include "expnet/data/dataset.h"
 #include "expnet/data/dataset_index.h"
 #include "expnet/decode/captioner.h"
@@ -31,6 +34,7 @@ struct EvaluatedModel {
   std::string file;   // what its SHA-256 is taken of
   std::string label;  // the evaluations table's `model`: the built-in name or the checkpoint's path
   DecodingOptions options;
+  Precision precision = Precision::FP32;
 };
 
 EvaluatedModel load_model(const SampleEvaluationRequest& request) {
@@ -53,6 +57,12 @@ EvaluatedModel load_model(const SampleEvaluationRequest& request) {
   source.vocab = request.vocab;
   source.device = request.device;
   model.captioner = Captioner::load(source);
+  std::string note;
+  const Precision precision = effective_precision(request.precision, request.device, &note);
+  if (!note.empty()) spdlog::warn("evaluation: {}", note);
+  model.captioner->set_precision(precision);
+  model.precision = precision;
+  if (precision != Precision::FP32) model.label += " [" + precision_name(precision) + "]";
   DecodingOptions options = request.options;
   if (request.use_carried_decoding) options = model.captioner->carried_decoding().apply_to(options, request.given);
   options.on_step = nullptr;
@@ -141,6 +151,11 @@ SampleEvaluation evaluate_samples(const SampleEvaluationRequest& request) {
   SampleEvaluation key;
   key.checkpoint_sha256 = sha256_file(model.file);
   key.options = decoding_options_json(model.options);
+  if (model.precision != Precision::FP32) {  // a key of its own; fp32 keys stay as they were
+    auto options = nlohmann::ordered_json::parse(key.options);
+    options["precision"] = precision_name(model.precision);
+    key.options = options.dump();
+  }
   key.model = model.label;
   key.dataset = absolute_path(dataset.source);
   key.split = split.split;

@@ -398,6 +398,14 @@ void ExpansionNetImpl::reset_parameters() {
     if (p.dim() > 1) torch::nn::init::xavier_uniform_(p);
 }
 
+void ExpansionNetImpl::set_precision(Precision precision) {
+  std::vector<std::shared_ptr<torch::nn::Module>> parts{swin_transf.ptr(), input_linear.ptr(), enc_reduce_group.ptr()};
+  for (const auto& layer : encoders) parts.push_back(layer.ptr());
+  for (const auto& part : parts)
+    for (auto& module : part->modules(/*include_self=*/true))
+      if (auto* linear = module->as<LinearImpl>()) linear->set_precision(precision);
+}
+
 void ExpansionNetImpl::set_dropout(const DropoutRates& rates) {
   dropout_ = rates;
   swin_transf->set_dropout(rates);

@@ -101,22 +101,25 @@ torch::Tensor SwinWindowAttentionImpl::relative_position_bias() {
 
 torch::Tensor SwinWindowAttentionImpl::forward(const torch::Tensor& x, const torch::Tensor& mask) {
   const int64_t B_ = x.size(0), N = x.size(1), C = x.size(2);
-  const auto qkv_out = qkv(x).reshape({B_, N, 3, heads, C / heads}).permute({2, 0, 3, 1, 4});
+  // In bf16 (set_precision) q, k, v and the scores stay bfloat16 as the bf16
+  // products give them; softmax computes a bfloat16 row in float32 (ATen), and
+  // converting the scores to float32 and back cost 10% of a bf16 caption.
+  const auto qkv_out = qkv->forward_bf16_out(x).reshape({B_, N, 3, heads, C / heads}).permute({2, 0, 3, 1, 4});
   const auto q = qkv_out[0] * scale;
   auto attn = torch::matmul(q, qkv_out[1].transpose(-2, -1));
   const bool in_place = inference_only(*this);  // no autograd: update the scores in place
-  const auto bias = relative_position_bias().unsqueeze(0);
+  const auto bias = relative_position_bias().unsqueeze(0).to(attn.scalar_type());
   attn = in_place ? attn.add_(bias) : attn + bias;
   if (mask.defined()) {
     const int64_t nW = mask.size(0);
     const auto grouped = attn.view({B_ / nW, nW, heads, N, N});
-    const auto window_mask = mask.unsqueeze(1).unsqueeze(0);
+    const auto window_mask = mask.unsqueeze(1).unsqueeze(0).to(attn.scalar_type());
     attn = (in_place ? grouped.add_(window_mask) : grouped + window_mask).view({-1, heads, N, N});
   }
   attn = torch::softmax(attn, -1);
   attn = F::dropout(attn, F::DropoutFuncOptions().p(attn_drop).training(is_training()));
   auto out = torch::matmul(attn, qkv_out[2]).transpose(1, 2).reshape({B_, N, C});
-  out = proj(out);
+  out = proj->forward_bf16_out(out);  // bf16 stays bf16: the block's copies move half the bytes
   return F::dropout(out, F::DropoutFuncOptions().p(proj_drop).training(is_training()));
 }
 
@@ -129,8 +132,9 @@ SwinMlpImpl::SwinMlpImpl(int64_t dim, int64_t hidden) {
 
 torch::Tensor SwinMlpImpl::forward(const torch::Tensor& x) {
   const auto opts = F::DropoutFuncOptions().p(drop).training(is_training());
-  auto h = F::dropout(torch::gelu(fc1(x)), opts);  // exact (erf) GELU, as nn.GELU()
-  return F::dropout(fc2(h), opts);
+  // Exact (erf) GELU, as nn.GELU(); in bf16 (set_precision) on bfloat16, as fast as float32 here.
+  auto h = F::dropout(torch::gelu(fc1->forward_bf16_out(x)), opts);
+  return F::dropout(fc2->forward_bf16_out(h), opts);
 }
 
 SwinBlockImpl::SwinBlockImpl(int64_t dim_, int64_t resolution_, int64_t heads, int64_t window_, int64_t shift_,
@@ -171,7 +175,11 @@ torch::Tensor SwinBlockImpl::forward(const torch::Tensor& x) {
 // each group takes its slice of the shift mask), MLP rows in chunks.
 torch::Tensor SwinBlockImpl::forward_sliced(const torch::Tensor& x) {
   const int64_t B = x.size(0), C = x.size(2), N = window * window;
-  auto h = norm1(x).view({B, resolution, resolution, C});
+  // In bf16 the attention branch (shift, windows, products) runs on bfloat16;
+  // the residual stream and the LayerNorms stay float32.
+  auto h = norm1(x);
+  if (attn->qkv->bf16()) h = h.to(torch::kBFloat16);
+  h = h.view({B, resolution, resolution, C});
   if (shift > 0) h = torch::roll(h, {-shift, -shift}, {1, 2});
   const auto windows = window_partition(h, window).view({-1, N, C});
   const int64_t total = windows.size(0), per_image = total / B;

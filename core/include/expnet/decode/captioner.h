@@ -13,6 +13,7 @@
 #include "expnet/decode/group_decoding.h"
 #include "expnet/image/image_decode.h"
 #include "expnet/model/model_config.h"
+#include "expnet/model/precision.h"
 #include "expnet/text/vocabulary.h"
 
 // Declared only: callers that pass no tensors compile without LibTorch's headers.
@@ -69,6 +70,10 @@ class Captioner {
   std::shared_ptr<ExpansionNetImpl> shared_model();  // for decoder states, which hold the model
   const std::string& device() const { return device_; }
   double load_ms() const { return load_ms_; }
+  // Matrix products in bf16 or fp32 from now on (ExpansionNetImpl::set_precision).
+  // Call between captions, not during one.
+  void set_precision(Precision precision);
+  Precision precision() const { return precision_; }
   SpecialTokens special_tokens(bool with_bad_endings) const;
   // A PNAIC model (config().is_pnaic()): decode_groups instead of decode.
   GroupSpecialTokens group_special_tokens() const;
@@ -103,6 +108,7 @@ class Captioner {
   CarriedDecoding carried_;
   std::string device_;
   double load_ms_ = 0;
+  Precision precision_ = Precision::FP32;
   struct State;
   std::unique_ptr<State> state_;
 };

@@ -30,6 +30,7 @@
 #include <vector>
 
 #include "expnet/decode/decoding.h"
+#include "expnet/model/precision.h"
 
 namespace expnet {
 
@@ -38,6 +39,9 @@ struct SampleEvaluationRequest {
   std::string checkpoint;  // .pth; empty with a built-in name
   std::string vocab;       // when the checkpoint carries none
   std::string device = "cpu";
+  // Part of the key: a bf16 evaluation's model label ends in " [bf16]". Where
+  // bf16 is slow (no avx512_bf16/AMX) it runs in fp32, with a warning.
+  Precision precision = Precision::FP32;
   DecodingOptions options;  // complete()d by the model before use; part of the key
   // As `expnet caption` decodes: true = the decoding options the checkpoint
   // carries (carried_decoding.h) replace those of `options`, but for the keys

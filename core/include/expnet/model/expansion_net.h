@@ -173,6 +173,11 @@ class ExpansionNetImpl : public torch::nn::Module {
   // global LibTorch generator (torch::manual_seed).
   void reset_parameters();
   void set_dropout(const DropoutRates& rates);
+  // Inference precision of the Linears of the backbone and the encoder
+  // (LinearImpl::set_precision) and of the backbone's attention products;
+  // LayerNorms, the residual stream and the decoder stay float32 (decoding
+  // steps are bound by reading float32 weights in the few-row kernels).
+  void set_precision(Precision precision);
 
   const ModelConfig& config() const { return config_; }
   int64_t vocab_size() const { return vocab_size_; }

@@ -1,0 +1,61 @@
+#include "expnet/model/precision.h"
+
+#include <cstdlib>
+#include <fstream>
+#include <sstream>
+#include <stdexcept>
+
+namespace expnet {
+namespace {
+
+// The CPU's flags line of /proc/cpuinfo (x86 Linux); empty elsewhere.
+std::string cpu_flags() {
+  std::ifstream in("/proc/cpuinfo");
+  std::string line;
+  while (std::getline(in, line))
+    if (line.rfind("flags", 0) == 0) return " " + line.substr(line.find(':') + 1) + " ";
+  return {};
+}
+
+bool has_flag(const std::string& flags, const std::string& flag) { return flags.find(" " + flag + " ") != std::string::npos; }
+
+}  // namespace
+
+bool bf16_is_fast(const std::string& device, std::string* why) {
+  if (device.rfind("cuda", 0) == 0) {
+    if (why) *why = "bfloat16: CUDA device (tensor cores)";
+    return true;
+  }
+  if (const char* forced = std::getenv("EXPNET_CPU_BF16"); forced && *forced) {
+    const bool yes = std::string(forced) != "0";
+    if (why) *why = std::string("bfloat16: ") + (yes ? "forced on" : "forced off") + " by EXPNET_CPU_BF16";
+    return yes;
+  }
+  const std::string flags = cpu_flags();
+  const bool amx = has_flag(flags, "amx_bf16"), avx512 = has_flag(flags, "avx512_bf16");
+  if (why)
+    *why = amx      ? "bfloat16: the CPU has AMX (amx_bf16)"
+           : avx512 ? "bfloat16: the CPU has avx512_bf16"
+                    : "bfloat16: the CPU has neither avx512_bf16 nor amx_bf16, so bf16 would be emulated (slower than fp32)";
+  return amx || avx512;
+}
+
+Precision parse_precision(const std::string& name, const std::string& device) {
+  if (name == "fp32") return Precision::FP32;
+  if (name == "bf16") return Precision::BF16;
+  if (name == "auto") return bf16_is_fast(device) ? Precision::BF16 : Precision::FP32;
+  throw std::invalid_argument("unknown precision '" + name + "': use fp32, bf16 or auto");
+}
+
+std::string precision_name(Precision precision) { return precision == Precision::BF16 ? "bf16" : "fp32"; }
+
+Precision effective_precision(Precision requested, const std::string& device, std::string* note) {
+  if (note) note->clear();
+  if (requested == Precision::FP32) return requested;
+  std::string why;
+  if (bf16_is_fast(device, &why)) return requested;
+  if (note) *note = why + "; running in fp32 instead";
+  return Precision::FP32;
+}
+
+}  // namespace expnet

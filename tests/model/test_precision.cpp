@@ -1,0 +1,119 @@
+// Inference precision (expnet/model/precision.h): option parsing, the fall-back
+// on CPUs without bfloat16 hardware, and the bf16 Linear: which products it
+// takes, how close they stay to float32, and that stale copies are never used.
+#include <torch/torch.h>
+
+#include <QtTest>
+
+#include <cstdlib>
+
+#include "expnet/model/expansion_net.h"
+#include "expnet/model/layers.h"
+#include "expnet/model/precision.h"
+#include "support/fixtures.h"
+
+using expnet::Precision;
+
+namespace {
+
+double relative_error(const torch::Tensor& x, const torch::Tensor& reference) {
+  return ((x - reference).norm() / reference.norm()).item<double>();
+}
+
+// Sets EXPNET_CPU_BF16 for one scope.
+struct ForcedCpuBf16 {
+  explicit ForcedCpuBf16(const char* value) { qputenv("EXPNET_CPU_BF16", value); }
+  ~ForcedCpuBf16() { qunsetenv("EXPNET_CPU_BF16"); }
+};
+
+}  // namespace
+
+class TestPrecision : public QObject {
+  Q_OBJECT
+
+ private slots:
+  void namesParseAndUnknownOnesAreExplained() {
+    QVERIFY(expnet::parse_precision("fp32", "cpu") == Precision::FP32);
+    QVERIFY(expnet::parse_precision("bf16", "cpu") == Precision::BF16);
+    QCOMPARE(QString::fromStdString(expnet::precision_name(Precision::BF16)), QStringLiteral("bf16"));
+    const QString error = expnet_test::errorOf([] { expnet::parse_precision("fp8", "cpu"); });
+    QVERIFY2(error.contains("unknown precision 'fp8'") && error.contains("fp32, bf16 or auto"), qPrintable(error));
+  }
+
+  void autoAndFallBackFollowTheHardware() {
+    {
+      ForcedCpuBf16 off("0");
+      QVERIFY(!expnet::bf16_is_fast("cpu"));
+      QVERIFY(expnet::parse_precision("auto", "cpu") == Precision::FP32);
+      std::string note;
+      QVERIFY(expnet::effective_precision(Precision::BF16, "cpu", &note) == Precision::FP32);
+      QVERIFY2(QString::fromStdString(note).contains("running in fp32 instead"), note.c_str());
+      QVERIFY(expnet::effective_precision(Precision::FP32, "cpu", &note) == Precision::FP32 && note.empty());
+    }
+    {
+      ForcedCpuBf16 on("1");
+      QVERIFY(expnet::parse_precision("auto", "cpu") == Precision::BF16);
+      std::string note = "x";
+      QVERIFY(expnet::effective_precision(Precision::BF16, "cpu", &note) == Precision::BF16 && note.empty());
+    }
+    QVERIFY(expnet::bf16_is_fast("cuda:0"));  // tensor cores, whatever the CPU
+    std::string why;
+    expnet::bf16_is_fast("cpu", &why);
+    QVERIFY2(QString::fromStdString(why).startsWith("bfloat16: "), why.c_str());
+  }
+
+  void bf16LinearTakesOnlyLargeInferenceProducts() {
+    torch::manual_seed(3);
+    expnet::Linear linear(96, 80);
+    torch::nn::init::normal_(linear->weight, 0.0, 0.1);
+    torch::nn::init::normal_(linear->bias, 0.0, 0.1);
+    const auto many = torch::randn({2, 64, 96});  // 128 rows
+    const auto few = torch::randn({5, 96});       // a decoding step: stays float32
+    torch::NoGradGuard no_grad;
+    const auto fp32_many = linear(many), fp32_few = linear(few);
+    linear->set_precision(Precision::BF16);
+    const auto bf16_many = linear(many);
+    QCOMPARE(bf16_many.scalar_type(), torch::kFloat);
+    const double error = relative_error(bf16_many, fp32_many);
+    QVERIFY2(error > 0 && error < 1e-2, qPrintable(QString::number(error)));  // bfloat16 keeps 8 bits of mantissa
+    QVERIFY(torch::equal(linear(few), fp32_few));
+    // A changed weight (a load, a training step) makes the copy stale: float32 again.
+    linear->weight.mul_(2);
+    QVERIFY(torch::allclose(linear(many), torch::linear(many, linear->weight, linear->bias), 1e-5, 1e-5));
+    linear->set_precision(Precision::BF16);
+    QVERIFY(relative_error(linear(many), torch::linear(many, linear->weight, linear->bias)) > 0);
+    linear->set_precision(Precision::FP32);
+    QVERIFY(torch::allclose(linear(many), torch::linear(many, linear->weight, linear->bias), 1e-5, 1e-5));
+  }
+
+  void trainingStaysFloat32() {
+    expnet::Linear linear(32, 16);
+    torch::nn::init::normal_(linear->weight, 0.0, 0.1);
+    torch::nn::init::zeros_(linear->bias);
+    linear->set_precision(Precision::BF16);
+    const auto x = torch::randn({128, 32});
+    const auto y = linear(x);  // autograd on: float32, gradients flow
+    QVERIFY(torch::allclose(y, torch::linear(x, linear->weight, linear->bias), 1e-5, 1e-5));
+    y.sum().backward();
+    QVERIFY(linear->weight.grad().defined());
+  }
+
+  void modelEncodeStaysCloseInBf16() {
+    torch::manual_seed(1);
+    const auto config = expnet::tiny_model_config();
+    expnet::ExpansionNet model(config, 50);
+    model->eval();
+    torch::NoGradGuard no_grad;
+    const auto images = torch::randn({1, 3, config.swin_img_size, config.swin_img_size});
+    const auto fp32 = model->encode(model->backbone(images));
+    model->set_precision(Precision::BF16);
+    const auto bf16 = model->encode(model->backbone(images));
+    const double error = relative_error(bf16, fp32);
+    QVERIFY2(error > 0 && error < 0.05, qPrintable(QString::number(error)));
+    model->set_precision(Precision::FP32);
+    QVERIFY(torch::allclose(model->encode(model->backbone(images)), fp32, 1e-5, 1e-5));
+  }
+};
+
+QTEST_GUILESS_MAIN(TestPrecision)
+#include "test_precision.moc"
