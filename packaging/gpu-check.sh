@@ -79,14 +79,18 @@ if [[ -f $F/checkpoint.pth ]]; then
         --vocab "$F/vocab.pickle" --beam 3 --n-best 3 --max-len 12 --no-exif --decoder "$dec" --json "$F/image0.png"
     done
   done
+  # bf16 (tensor cores): the same check, reported beside the fp32 ones (bf16 may change a token).
+  step parity-cuda-bf16 60 "$X" caption --device cuda --precision bf16 --model "$F/model_config.json" \
+    --checkpoint "$F/checkpoint.pth" --vocab "$F/vocab.pickle" --beam 3 --n-best 3 --max-len 12 --no-exif --json "$F/image0.png"
   python3 "$ROOT/packaging/gpu_parity.py" "$F/expected.json" "$OUT"/parity-*.txt | tee "$OUT/parity.txt"
 else
   say "no fixtures at $F: parity skipped"
 fi
-step bench-caption-cuda 90 "$X" bench caption --device cuda --repeats 10 --json
+step bench-caption-cuda 90 "$X" bench caption --device cuda --precision fp32 --precision bf16 --repeats 10 --json
 step bench-decode-cuda 120 "$X" bench decode --device cuda --repeats 5 --json
 step bench-forward-cuda 90 "$X" bench forward --device cuda --repeats 10 --warmup 2 --json
 step bench-forward-cuda-b8 90 "$X" bench forward --device cuda --batch 8 --repeats 10 --warmup 2 --json
+step bench-forward-cuda-b8-bf16 90 "$X" bench forward --device cuda --batch 8 --precision bf16 --repeats 10 --warmup 2 --json
 step bench-train-cuda 150 "$X" bench train --device cuda --steps 20 --warmup 3 --json
 step bench-caption-cpu 120 "$X" bench caption --device cpu --repeats 3 --json
 step bench-train-cpu 120 "$X" bench train --device cpu --steps 5 --warmup 2 --json

@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """Compares `expnet caption --json` outputs (beam 3, 3 outputs, max-len 12) with
 the fixture's beam search by the authors' code (expected.json["beam_search"]):
-tokens identical, sum of log-probs within 1e-3 (fixtures/README). Used by
+tokens identical, sum of log-probs within 1e-3 (fixtures/README; 5e-2 for an
+output whose file name says bf16). Used by
 packaging/gpu-check.sh on CUDA; plain Python, no PyTorch.
   gpu_parity.py EXPECTED_JSON CAPTION_OUTPUT...   (exit 1 on a mismatch)"""
 import json
@@ -21,10 +22,12 @@ def main(expected_path, outputs):
         got = json.loads(lines[0])["captions"]
         tokens = [c["tokens"] for c in got]
         worst = max(abs(c["sum_logprob"] - w) for c, w in zip(got, want_logprobs)) if len(got) == len(want_logprobs) else float("inf")
-        ok = tokens == want_tokens and worst <= 1e-3
+        # The fixtures' 1e-3 is for float32; a bf16 run (--precision bf16) must keep the tokens.
+        limit = 5e-2 if "bf16" in path else 1e-3
+        ok = tokens == want_tokens and worst <= limit
         failures += not ok
         print(f"{path}: {'PASS' if ok else 'FAIL'} tokens {'identical' if tokens == want_tokens else 'DIFFER'}, "
-              f"largest sum_logprob difference {worst:.2e} (limit 1e-3)")
+              f"largest sum_logprob difference {worst:.2e} (limit {limit:g})")
     return 1 if failures else 0
 
 
