@@ -373,8 +373,8 @@ const bool registered = register_command({"bench-decode", 90, [](CLI::App& root)
         bench_group(root), "caption", "End-to-end caption time of one image (preprocess, encode, decode)", run_caption);
     add_common(command, *args);
     command->add_option("--words", args->steps, "Words per caption (EOS blocked until then)")->check(CLI::PositiveNumber);
-    command->add_option("--precision", args->precisions, "fp32, bf16 or auto; repeat it to compare (alternated in each repeat)")
-        ->check(CLI::IsMember({"fp32", "bf16", "auto"}));
+    command->add_option("--precision", args->precisions, "fp32, bf16, int8 or auto; repeat it to compare (alternated in each repeat)")
+        ->check(CLI::IsMember(precision_names()));
   }
 }});
 

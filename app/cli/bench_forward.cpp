@@ -118,8 +118,8 @@ const bool registered = register_command({"bench forward", 200, [](CLI::App& roo
   command->add_option("--repeats", o->repeats, "Timed runs (the median is printed)")->capture_default_str();
   command->add_option("--warmup", o->warmup, "Untimed runs first")->capture_default_str();
   command->add_flag("--skip-backbone", o->skip_backbone, "Feed random features to the encoder (backbone time 0)");
-  command->add_option("--precision", o->precision, "fp32, bf16 or auto (expnet caption --help)")
-      ->check(CLI::IsMember({"fp32", "bf16", "auto"}))
+  command->add_option("--precision", o->precision, "fp32, bf16, int8 or auto (expnet caption --help)")
+      ->check(CLI::IsMember(precision_names()))
       ->capture_default_str();
   command->add_flag("--json", o->json, "Print one compact JSON object");
 }});

@@ -54,9 +54,9 @@ void add_model_options(CLI::App* command, ModelArgs& args) {
   command->add_option("--checkpoint", args.checkpoint, "Checkpoint .pth (the authors' or ours)");
   command->add_option("--vocab", args.vocab, "Vocabulary (.pickle as released, or our .json); default: from the checkpoint");
   command->add_option("--precision", args.precision,
-                      "Matrix products in fp32 (the reference's), bf16 (bfloat16, float32 accumulation) or auto "
-                      "(bf16 where the CPU has avx512_bf16/AMX, or on CUDA)")
-      ->check(CLI::IsMember({"fp32", "bf16", "auto"}))
+                      "Matrix products in fp32 (the reference's), bf16 (bfloat16, float32 accumulation), int8 "
+                      "(CPU: dynamically quantised Linears) or auto (bf16 where the CPU has avx512_bf16/AMX, or on CUDA)")
+      ->check(CLI::IsMember(precision_names()))
       ->capture_default_str();
 }
 

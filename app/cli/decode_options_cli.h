@@ -19,7 +19,7 @@ namespace expnet::cli {
 
 struct ModelArgs {
   std::string model, checkpoint, vocab;
-  std::string precision = "fp32";  // fp32, bf16 or auto (expnet/model/precision.h)
+  std::string precision = "fp32";  // fp32, bf16, int8 or auto (expnet/model/precision.h)
 };
 
 struct DecodeArgs {

@@ -20,6 +20,8 @@ void run(const DoctorArgs& args) {
   std::string bf16_why;
   const bool bf16 = bf16_is_fast(current_device(), &bf16_why);
   const std::string precision_auto = bf16 ? "bf16" : "fp32";
+  std::string int8_why;
+  const bool int8 = int8_is_available(current_device(), &int8_why);
   if (json) {
     nlohmann::json out = {{"gflops", report.gflops},
                           {"matmul_ms", report.matmul_ms},
@@ -30,6 +32,8 @@ void run(const DoctorArgs& args) {
                           {"bf16", bf16},
                           {"bf16_reason", bf16_why},
                           {"precision_auto", precision_auto},
+                          {"int8", int8},
+                          {"int8_reason", int8_why},
                           {"devices", report.devices},
                           {"warnings", report.warnings},
                           {"data_dir", data_dir()},
@@ -44,6 +48,7 @@ void run(const DoctorArgs& args) {
               << "BLAS threads: " << (report.blas_threads < 0 ? std::string("unknown") : std::to_string(report.blas_threads)) << "\n"
               << "CUDA: " << (report.cuda ? "available" : "not available") << "\n"
               << bf16_why << " (--precision auto: " << precision_auto << " on " << current_device() << ")\n"
+              << int8_why << (int8 ? " (--precision int8 available)" : " (--precision int8 runs as fp32)") << "\n"
               << "devices:";
     for (const auto& d : report.devices) std::cout << " " << d;
     std::cout << "\n"

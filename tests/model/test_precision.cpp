@@ -1,6 +1,7 @@
 // Inference precision (expnet/model/precision.h): option parsing, the fall-back
-// on CPUs without bfloat16 hardware, and the bf16 Linear: which products it
-// takes, how close they stay to float32, and that stale copies are never used.
+// on CPUs without bfloat16 hardware, and the bf16 and int8 Linears: which
+// products they take, how close they stay to float32, and that stale copies
+// are never used.
 #include <torch/torch.h>
 
 #include <QtTest>
@@ -37,7 +38,7 @@ class TestPrecision : public QObject {
     QVERIFY(expnet::parse_precision("bf16", "cpu") == Precision::BF16);
     QCOMPARE(QString::fromStdString(expnet::precision_name(Precision::BF16)), QStringLiteral("bf16"));
     const QString error = expnet_test::errorOf([] { expnet::parse_precision("fp8", "cpu"); });
-    QVERIFY2(error.contains("unknown precision 'fp8'") && error.contains("fp32, bf16 or auto"), qPrintable(error));
+    QVERIFY2(error.contains("unknown precision 'fp8'") && error.contains("fp32, bf16, int8 or auto"), qPrintable(error));
   }
 
   void autoAndFallBackFollowTheHardware() {
@@ -86,6 +87,31 @@ class TestPrecision : public QObject {
     QVERIFY(torch::allclose(linear(many), torch::linear(many, linear->weight, linear->bias), 1e-5, 1e-5));
   }
 
+  void int8LinearIsCloseAndCpuOnly() {
+    std::string why;
+    if (!expnet::int8_is_available("cpu", &why)) QSKIP(why.c_str());
+    torch::manual_seed(4);
+    expnet::Linear linear(96, 80);
+    torch::nn::init::normal_(linear->weight, 0.0, 0.1);
+    torch::nn::init::normal_(linear->bias, 0.0, 0.1);
+    const auto many = torch::randn({128, 96});
+    const auto few = torch::randn({5, 96});
+    torch::NoGradGuard no_grad;
+    const auto fp32_many = linear(many), fp32_few = linear(few);
+    linear->set_precision(Precision::INT8);
+    const auto int8_many = linear(many);
+    QCOMPARE(int8_many.scalar_type(), torch::kFloat);
+    const double error = relative_error(int8_many, fp32_many);
+    QVERIFY2(error > 0 && error < 3e-2, qPrintable(QString::number(error)));  // 8-bit weights and activations
+    QVERIFY(torch::equal(linear(few), fp32_few));
+    linear->weight.mul_(2);  // stale: float32 again
+    QVERIFY(torch::allclose(linear(many), torch::linear(many, linear->weight, linear->bias), 1e-5, 1e-5));
+    std::string note;
+    QVERIFY(expnet::effective_precision(Precision::INT8, "cuda", &note) == Precision::FP32);
+    QVERIFY2(QString::fromStdString(note).contains("CPU only"), note.c_str());
+    QVERIFY(expnet::parse_precision("int8", "cpu") == Precision::INT8);
+  }
+
   void trainingStaysFloat32() {
     expnet::Linear linear(32, 16);
     torch::nn::init::normal_(linear->weight, 0.0, 0.1);
@@ -110,6 +136,11 @@ class TestPrecision : public QObject {
     const auto bf16 = model->encode(model->backbone(images));
     const double error = relative_error(bf16, fp32);
     QVERIFY2(error > 0 && error < 0.05, qPrintable(QString::number(error)));
+    if (expnet::int8_is_available("cpu")) {
+      model->set_precision(Precision::INT8);
+      const double int8_error = relative_error(model->encode(model->backbone(images)), fp32);
+      QVERIFY2(int8_error > 0 && int8_error < 0.1, qPrintable(QString::number(int8_error)));
+    }
     model->set_precision(Precision::FP32);
     QVERIFY(torch::allclose(model->encode(model->backbone(images)), fp32, 1e-5, 1e-5));
   }

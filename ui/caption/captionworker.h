@@ -18,7 +18,7 @@
 
 struct ModelRequest {
   QString model, checkpoint, vocab, device = QStringLiteral("cpu");
-  QString precision = QStringLiteral("fp32");  // fp32, bf16 or auto (expnet/model/precision.h)
+  QString precision = QStringLiteral("fp32");  // fp32, bf16, int8 or auto (expnet/model/precision.h)
   int threads = -1;  // torch intra-op threads applied before loading; 0 = all cores, -1 = leave as they are
 };
 

@@ -60,13 +60,13 @@ ModelForm::ModelForm(const QString& device, int threads, QWidget* owner) : QGrou
   runtimeRow->addWidget(threads_);
   precision_ = new QComboBox;
   precision_->setObjectName(QStringLiteral("precision"));
-  precision_->addItems({QStringLiteral("fp32"), QStringLiteral("bf16"), QStringLiteral("auto")});
+  for (const auto& name : expnet::precision_names()) precision_->addItem(QString::fromStdString(name));
   std::string bf16Why;
   const bool bf16 = expnet::bf16_is_fast(device.toStdString(), &bf16Why);
   precision_->setToolTip(
       QStringLiteral("Matrix products at the next Load model: fp32 (the reference's), bf16 (bfloat16 with float32 "
-                     "accumulation: about twice as fast where the CPU has it; captions can differ on a few images) "
-                     "or auto (bf16 where fast). On this machine: %1%2.")
+                     "accumulation: about twice as fast where the CPU has it; captions can differ on a few images), "
+                     "int8 (CPU: dynamically quantised Linears) or auto (bf16 where fast). On this machine: %1%2.")
           .arg(QString::fromStdString(bf16Why), bf16 ? QString() : QStringLiteral(", so bf16 runs as fp32")));
   runtimeRow->addWidget(new QLabel(QStringLiteral("Precision:")));
   runtimeRow->addWidget(precision_);

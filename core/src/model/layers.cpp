@@ -1,7 +1,12 @@
 // torch.nn's Linear, LayerNorm and Embedding under their parameter names.
 #include "expnet/model/layers.h"
 
+#include <ATen/core/dispatch/Dispatcher.h>
+#include <ATen/core/stack.h>
 #include <torch/torch.h>
+
+#include <algorithm>
+#include <stdexcept>
 
 #include "kernels/cpu/few_rows_linear.h"
 
@@ -16,23 +21,74 @@ LinearImpl::LinearImpl(int64_t in, int64_t out, bool with_bias)
 // Decoding steps (a few rows, no autograd) take the kernels of few_rows_linear.h.
 torch::Tensor LinearImpl::forward(const torch::Tensor& x) { return forward_bf16_out(x).to(torch::kFloat); }
 
+namespace {
+
+c10::OperatorHandle quantized_op(const char* name) {
+  return c10::Dispatcher::singleton().findSchemaOrThrow(name, "");
+}
+
+// oneDNN where LibTorch has it (the fastest here), else FBGEMM/x86.
+void choose_quantized_engine() {
+  auto& context = at::globalContext();
+  const auto engines = context.supportedQEngines();
+  for (const auto wanted : {at::QEngine::ONEDNN, at::QEngine::X86, at::QEngine::FBGEMM})
+    if (std::find(engines.begin(), engines.end(), wanted) != engines.end()) {
+      if (context.qEngine() != wanted) context.setQEngine(wanted);
+      return;
+    }
+  throw std::runtime_error("int8: this LibTorch has no oneDNN or FBGEMM quantised engine; use --precision fp32 or bf16");
+}
+
+}  // namespace
+
 torch::Tensor LinearImpl::forward_bf16_out(const torch::Tensor& x) {
   if (takes_bf16(x)) return torch::linear(x.to(torch::kBFloat16), weight_bf16_, bias_bf16_);
+  if (takes_int8(x)) {
+    static const auto linear_dynamic = quantized_op("quantized::linear_dynamic");
+    torch::jit::Stack stack{x.contiguous(), int8_packed_, false};
+    linear_dynamic.callBoxed(&stack);
+    return stack.at(0).toTensor();
+  }
   if (x.scalar_type() == torch::kBFloat16) return few_rows_linear(x.to(torch::kFloat), weight, bias, *packed_weight_);
   return few_rows_linear(x, weight, bias, *packed_weight_);
 }
 
 void LinearImpl::set_precision(Precision precision) {
   weight_bf16_ = bias_bf16_ = torch::Tensor();
+  int8_packed_ = c10::IValue();
   weight_version_ = bias_version_ = -1;
-  if (precision != Precision::BF16) return;
   torch::NoGradGuard no_grad;
+  if (precision == Precision::INT8) {
+    if (!weight.device().is_cpu()) return;  // effective_precision says int8 is CPU-only
+    choose_quantized_engine();
+    const auto w = weight.detach().contiguous();
+    // Symmetric per output channel: scale = max |w| / 127, zero point 0.
+    const auto scales = w.abs().amax(1).clamp_min(1e-12).div(127.0).to(torch::kDouble);
+    const auto quantized = at::quantize_per_channel(w, scales, torch::zeros({w.size(0)}, torch::kLong), 0, at::kQInt8);
+    static const auto prepack = quantized_op("quantized::linear_prepack");
+    torch::jit::Stack stack{quantized, bias.defined() ? c10::IValue(bias.detach().contiguous()) : c10::IValue()};
+    prepack.callBoxed(&stack);
+    int8_packed_ = stack.at(0);
+    weight_version_ = static_cast<int64_t>(weight._version());
+    if (bias.defined()) bias_version_ = static_cast<int64_t>(bias._version());
+    return;
+  }
+  if (precision != Precision::BF16) return;
   weight_bf16_ = weight.detach().to(torch::kBFloat16).contiguous();
   weight_version_ = static_cast<int64_t>(weight._version());
   if (bias.defined()) {
     bias_bf16_ = bias.detach().to(torch::kBFloat16);
     bias_version_ = static_cast<int64_t>(bias._version());
   }
+}
+
+bool LinearImpl::takes_int8(const torch::Tensor& x) const {
+  if (int8_packed_.isNone() || x.scalar_type() != torch::kFloat || x.dim() < 1 || !x.device().is_cpu()) return false;
+  if (torch::GradMode::is_enabled() && !c10::InferenceMode::is_enabled()) return false;  // training: float32
+  if (static_cast<int64_t>(weight._version()) != weight_version_ ||
+      (bias.defined() && static_cast<int64_t>(bias._version()) != bias_version_))
+    return false;  // changed since set_precision: the packed weights are stale
+  return x.size(-1) == in_features && x.numel() / in_features >= kReducedMinRows;
 }
 
 bool LinearImpl::takes_bf16(const torch::Tensor& x) const {
@@ -42,7 +98,7 @@ bool LinearImpl::takes_bf16(const torch::Tensor& x) const {
   if (x.device() != weight_bf16_.device() || static_cast<int64_t>(weight._version()) != weight_version_ ||
       (bias.defined() && static_cast<int64_t>(bias._version()) != bias_version_))
     return false;  // moved or changed since set_precision: the copy is stale
-  return x.size(-1) == in_features && x.numel() / in_features >= kBf16MinRows;
+  return x.size(-1) == in_features && x.numel() / in_features >= kReducedMinRows;
 }
 
 LayerNormImpl::LayerNormImpl(int64_t dim_, double eps_) : dim(dim_), eps(eps_) {

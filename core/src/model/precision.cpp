@@ -1,5 +1,7 @@
 #include "expnet/model/precision.h"
 
+#include <ATen/Context.h>
+
 #include <cstdlib>
 #include <fstream>
 #include <sstream>
@@ -43,17 +45,40 @@ bool bf16_is_fast(const std::string& device, std::string* why) {
 Precision parse_precision(const std::string& name, const std::string& device) {
   if (name == "fp32") return Precision::FP32;
   if (name == "bf16") return Precision::BF16;
+  if (name == "int8") return Precision::INT8;
   if (name == "auto") return bf16_is_fast(device) ? Precision::BF16 : Precision::FP32;
-  throw std::invalid_argument("unknown precision '" + name + "': use fp32, bf16 or auto");
+  throw std::invalid_argument("unknown precision '" + name + "': use fp32, bf16, int8 or auto");
 }
 
-std::string precision_name(Precision precision) { return precision == Precision::BF16 ? "bf16" : "fp32"; }
+std::string precision_name(Precision precision) {
+  switch (precision) {
+    case Precision::BF16: return "bf16";
+    case Precision::INT8: return "int8";
+    default: return "fp32";
+  }
+}
+
+std::vector<std::string> precision_names() { return {"fp32", "bf16", "int8", "auto"}; }
+
+bool int8_is_available(const std::string& device, std::string* why) {
+  if (device.rfind("cuda", 0) == 0) {
+    if (why) *why = "int8: LibTorch's quantised Linear runs on the CPU only";
+    return false;
+  }
+  for (const auto engine : at::globalContext().supportedQEngines())
+    if (engine == at::QEngine::ONEDNN || engine == at::QEngine::FBGEMM || engine == at::QEngine::X86) {
+      if (why) *why = "int8: LibTorch's quantised engine " + std::string(engine == at::QEngine::ONEDNN ? "oneDNN" : "FBGEMM/x86");
+      return true;
+    }
+  if (why) *why = "int8: this LibTorch has no oneDNN or FBGEMM quantised engine (QNNPACK alone is slower than fp32 here)";
+  return false;
+}
 
 Precision effective_precision(Precision requested, const std::string& device, std::string* note) {
   if (note) note->clear();
   if (requested == Precision::FP32) return requested;
   std::string why;
-  if (bf16_is_fast(device, &why)) return requested;
+  if (requested == Precision::INT8 ? int8_is_available(device, &why) : bf16_is_fast(device, &why)) return requested;
   if (note) *note = why + "; running in fp32 instead";
   return Precision::FP32;
 }

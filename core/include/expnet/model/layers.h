@@ -36,23 +36,27 @@ class LinearImpl : public torch::nn::Module {
   // product to take without a conversion (float32 when the product was not bf16).
   torch::Tensor forward_bf16_out(const torch::Tensor& x);
   // bf16: keeps a bfloat16 copy of the weights (made now) for inference products
-  // of at least kBf16MinRows rows; the output stays float32. fp32 frees it.
-  // Weights changed after this (a load, training) are noticed: the product then
-  // runs in float32 until set_precision is called again.
+  // of at least kReducedMinRows rows; the output stays float32. int8: the weights
+  // quantised per output channel and packed for LibTorch's dynamic quantised
+  // Linear (CPU), same rows. fp32 frees them. Weights changed after this (a
+  // load, training) are noticed: the product then runs in float32 until
+  // set_precision is called again.
   void set_precision(Precision precision);
   bool bf16() const { return weight_bf16_.defined(); }
   int64_t in_features, out_features;
   torch::Tensor weight;  // out x in
   torch::Tensor bias;    // out, or undefined
 
-  // Below this, oneDNN's bf16 set-up costs more than it saves.
-  static constexpr int64_t kBf16MinRows = 64;
+  // Below this (bf16 and int8), oneDNN's set-up costs more than it saves.
+  static constexpr int64_t kReducedMinRows = 64;
 
  private:
   bool takes_bf16(const torch::Tensor& x) const;
   // The weight laid out for decoding steps of several images, made on first use.
   std::shared_ptr<PackedWeightCache> packed_weight_;
-  torch::Tensor weight_bf16_, bias_bf16_;  // undefined in fp32
+  bool takes_int8(const torch::Tensor& x) const;
+  torch::Tensor weight_bf16_, bias_bf16_;  // undefined but in bf16
+  c10::IValue int8_packed_;                // None but in int8
   int64_t weight_version_ = -1, bias_version_ = -1;
 };
 TORCH_MODULE(Linear);
