@@ -32,6 +32,30 @@ struct ForcedCpuBf16 {
 class TestPrecision : public QObject {
   Q_OBJECT
 
+  // A Linear in `precision`: products of 128 rows within `limit` (relative) of
+  // float32, 5 rows (a decoding step) exactly float32, and float32 again once
+  // the weights change (the reduced copy is stale) until set_precision again.
+  static void checkReducedLinear(Precision precision, double limit) {
+    torch::manual_seed(3);
+    expnet::Linear linear(96, 80);
+    torch::nn::init::normal_(linear->weight, 0.0, 0.1);
+    torch::nn::init::normal_(linear->bias, 0.0, 0.1);
+    const auto many = torch::randn({2, 64, 96});
+    const auto few = torch::randn({5, 96});
+    torch::NoGradGuard no_grad;
+    const auto fp32_many = linear(many), fp32_few = linear(few);
+    linear->set_precision(precision);
+    const auto reduced = linear(many);
+    QCOMPARE(reduced.scalar_type(), torch::kFloat);
+    const double error = relative_error(reduced, fp32_many);
+    QVERIFY2(error > 0 && error < limit, qPrintable(QString::number(error)));
+    QVERIFY(torch::equal(linear(few), fp32_few));
+    linear->weight.mul_(2);
+    QVERIFY(torch::allclose(linear(many), torch::linear(many, linear->weight, linear->bias), 1e-5, 1e-5));
+    linear->set_precision(precision);
+    QVERIFY(relative_error(linear(many), torch::linear(many, linear->weight, linear->bias)) > 0);
+  }
+
  private slots:
   void namesParseAndUnknownOnesAreExplained() {
     QVERIFY(expnet::parse_precision("fp32", "cpu") == Precision::FP32);
@@ -64,48 +88,21 @@ class TestPrecision : public QObject {
   }
 
   void bf16LinearTakesOnlyLargeInferenceProducts() {
-    torch::manual_seed(3);
+    checkReducedLinear(Precision::BF16, 1e-2);  // bfloat16 keeps 8 bits of mantissa
     expnet::Linear linear(96, 80);
     torch::nn::init::normal_(linear->weight, 0.0, 0.1);
-    torch::nn::init::normal_(linear->bias, 0.0, 0.1);
-    const auto many = torch::randn({2, 64, 96});  // 128 rows
-    const auto few = torch::randn({5, 96});       // a decoding step: stays float32
+    torch::nn::init::zeros_(linear->bias);
+    const auto many = torch::randn({128, 96});
     torch::NoGradGuard no_grad;
-    const auto fp32_many = linear(many), fp32_few = linear(few);
     linear->set_precision(Precision::BF16);
-    const auto bf16_many = linear(many);
-    QCOMPARE(bf16_many.scalar_type(), torch::kFloat);
-    const double error = relative_error(bf16_many, fp32_many);
-    QVERIFY2(error > 0 && error < 1e-2, qPrintable(QString::number(error)));  // bfloat16 keeps 8 bits of mantissa
-    QVERIFY(torch::equal(linear(few), fp32_few));
-    // A changed weight (a load, a training step) makes the copy stale: float32 again.
-    linear->weight.mul_(2);
-    QVERIFY(torch::allclose(linear(many), torch::linear(many, linear->weight, linear->bias), 1e-5, 1e-5));
-    linear->set_precision(Precision::BF16);
-    QVERIFY(relative_error(linear(many), torch::linear(many, linear->weight, linear->bias)) > 0);
-    linear->set_precision(Precision::FP32);
+    linear->set_precision(Precision::FP32);  // frees the copy: float32 again
     QVERIFY(torch::allclose(linear(many), torch::linear(many, linear->weight, linear->bias), 1e-5, 1e-5));
   }
 
   void int8LinearIsCloseAndCpuOnly() {
     std::string why;
     if (!expnet::int8_is_available("cpu", &why)) QSKIP(why.c_str());
-    torch::manual_seed(4);
-    expnet::Linear linear(96, 80);
-    torch::nn::init::normal_(linear->weight, 0.0, 0.1);
-    torch::nn::init::normal_(linear->bias, 0.0, 0.1);
-    const auto many = torch::randn({128, 96});
-    const auto few = torch::randn({5, 96});
-    torch::NoGradGuard no_grad;
-    const auto fp32_many = linear(many), fp32_few = linear(few);
-    linear->set_precision(Precision::INT8);
-    const auto int8_many = linear(many);
-    QCOMPARE(int8_many.scalar_type(), torch::kFloat);
-    const double error = relative_error(int8_many, fp32_many);
-    QVERIFY2(error > 0 && error < 3e-2, qPrintable(QString::number(error)));  // 8-bit weights and activations
-    QVERIFY(torch::equal(linear(few), fp32_few));
-    linear->weight.mul_(2);  // stale: float32 again
-    QVERIFY(torch::allclose(linear(many), torch::linear(many, linear->weight, linear->bias), 1e-5, 1e-5));
+    checkReducedLinear(Precision::INT8, 3e-2);  // 8-bit weights and activations
     std::string note;
     QVERIFY(expnet::effective_precision(Precision::INT8, "cuda", &note) == Precision::FP32);
     QVERIFY2(QString::fromStdString(note).contains("CPU only"), note.c_str());
