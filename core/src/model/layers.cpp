@@ -19,7 +19,12 @@ LinearImpl::LinearImpl(int64_t in, int64_t out, bool with_bias)
 }
 
 // Decoding steps (a few rows, no autograd) take the kernels of few_rows_linear.h.
-torch::Tensor LinearImpl::forward(const torch::Tensor& x) { return forward_bf16_out(x).to(torch::kFloat); }
+torch::Tensor LinearImpl::forward(const torch::Tensor& x) {
+  auto y = forward_bf16_out(x);
+  // Only our bf16 products give bfloat16 here; other dtypes (float16 under CUDA
+  // autocast, float64) pass through as before.
+  return bf16() && y.scalar_type() == torch::kBFloat16 ? y.to(torch::kFloat) : y;
+}
 
 namespace {
 
@@ -49,7 +54,9 @@ torch::Tensor LinearImpl::forward_bf16_out(const torch::Tensor& x) {
     linear_dynamic.callBoxed(&stack);
     return stack.at(0).toTensor();
   }
-  if (x.scalar_type() == torch::kBFloat16) return few_rows_linear(x.to(torch::kFloat), weight, bias, *packed_weight_);
+  // A bf16 block's input to a product that is not bf16 after all (few rows, a stale copy).
+  if (bf16() && x.scalar_type() == torch::kBFloat16)
+    return few_rows_linear(x.to(torch::kFloat), weight, bias, *packed_weight_);
   return few_rows_linear(x, weight, bias, *packed_weight_);
 }
 

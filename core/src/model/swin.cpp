@@ -108,12 +108,14 @@ torch::Tensor SwinWindowAttentionImpl::forward(const torch::Tensor& x, const tor
   const auto q = qkv_out[0] * scale;
   auto attn = torch::matmul(q, qkv_out[1].transpose(-2, -1));
   const bool in_place = inference_only(*this);  // no autograd: update the scores in place
-  const auto bias = relative_position_bias().unsqueeze(0).to(attn.scalar_type());
+  // Only bf16 scores take a bf16 bias and mask (float16 ones under autocast add in float32, as before).
+  const bool bf16 = attn.scalar_type() == torch::kBFloat16;
+  const auto bias = bf16 ? relative_position_bias().unsqueeze(0).to(torch::kBFloat16) : relative_position_bias().unsqueeze(0);
   attn = in_place ? attn.add_(bias) : attn + bias;
   if (mask.defined()) {
     const int64_t nW = mask.size(0);
     const auto grouped = attn.view({B_ / nW, nW, heads, N, N});
-    const auto window_mask = mask.unsqueeze(1).unsqueeze(0).to(attn.scalar_type());
+    const auto window_mask = bf16 ? mask.unsqueeze(1).unsqueeze(0).to(torch::kBFloat16) : mask.unsqueeze(1).unsqueeze(0);
     attn = (in_place ? grouped.add_(window_mask) : grouped + window_mask).view({-1, heads, N, N});
   }
   attn = torch::softmax(attn, -1);
