@@ -154,6 +154,8 @@ std::unique_ptr<Captioner> Captioner::create_random(const ModelConfig& config, V
 ExpansionNetImpl& Captioner::model() { return *state_->model; }
 
 void Captioner::set_precision(Precision precision) {
+  // The weights do not change after the load: the copies made for it are still good.
+  if (precision == precision_) return;
   state_->model->set_precision(precision);
   precision_ = precision;
 }
