@@ -4,6 +4,7 @@
 # PyTorch's LibTorch with the kit of packaging/gpu-kit.sh, then checks parity
 # with the fixtures on CUDA and runs the benchmarks on CUDA and on the CPU.
 #   packaging/gpu-check.sh [OUT]     (OUT: logs and results, default build/gpu-out)
+# EXPNET_GPU_BUILD_ONLY=1 builds and stops.
 # Steps past the time budget (EXPNET_GPU_BUDGET_S, default 540 s) are skipped
 # and say so. Results: docs/performance.md ("CUDA").
 set -uo pipefail
@@ -69,6 +70,8 @@ grep -E "error|Error" "$OUT/build.txt" | head -60
 say "built"
 X=$BUILD/app/expnet
 "$X" --version --device cuda
+# EXPNET_GPU_BUILD_ONLY=1: stop here (a caller runs its own commands with the CLI).
+[[ ${EXPNET_GPU_BUILD_ONLY:-0} == 1 ]] && { say "build only: done in ${SECONDS}s"; exit 0; }
 
 F=${EXPNET_FIXTURES:-$KIT/fixtures}/reference/tiny
 step doctor 60 "$X" doctor --device cuda

@@ -178,8 +178,59 @@ void run_decode_groups(const RuntimeOptions& runtime, const BenchArgs& args) {
             << "  ms per step exclude the decoder's set-up, paid once per image; ms per image include it)\n";
 }
 
+// The precisions given with --precision, as they will run (a fall-back warns).
+std::vector<Precision> effective_precisions(const BenchArgs& args, const RuntimeOptions& runtime) {
+  std::vector<Precision> precisions;
+  for (const auto& name : args.precisions) {
+    std::string note;
+    precisions.push_back(effective_precision(parse_precision(name, runtime.device), runtime.device, &note));
+    if (!note.empty()) spdlog::warn("{}", note);
+  }
+  return precisions;
+}
+
+// bench decode --precision ...: batch 1, the incremental decoder, every
+// precision in turn in each repeat (set_precision between them, untimed);
+// medians, and each precision's time over the first's (median of per-repeat ratios).
+void run_decode_precisions(const RuntimeOptions& runtime, const BenchArgs& args) {
+  auto captioner = make_captioner(args, runtime);
+  const auto precisions = effective_precisions(args, runtime);
+  captioner->set_precision(Precision::FP32);
+  const auto encoded = captioner->encode(random_images(*captioner, 1, args.seed));  // one input for all
+  std::vector<std::vector<double>> times(precisions.size());
+  int steps = 0;
+  for (int r = 0; r < args.repeats; ++r)
+    for (size_t p = 0; p < precisions.size(); ++p) {
+      captioner->set_precision(precisions[p]);
+      times[p].push_back(time_decode_once(*captioner, encoded, DecoderKind::Incremental, args, steps));
+      spdlog::info("repeat {}: {}: {:.1f} ms", r + 1, precision_name(precisions[p]), times[p].back());
+    }
+  nlohmann::json rows = nlohmann::json::array();
+  for (size_t p = 0; p < precisions.size(); ++p) {
+    std::vector<double> ratios;
+    for (int r = 0; r < args.repeats; ++r) ratios.push_back(times[p][r] / times[0][r]);
+    rows.push_back({{"precision", precision_name(precisions[p])}, {"decode_ms", median(times[p])},
+                    {"ms_per_step", median(times[p]) / std::max(1, steps)}, {"vs_first", median(ratios)},
+                    {"ms_all_repeats", times[p]}});
+  }
+  const nlohmann::json out = {{"model", args.model}, {"beam", args.beam},         {"words", args.steps},
+                              {"batch", 1},          {"repeats", args.repeats},   {"threads", torch_threads()},
+                              {"device", runtime.device}, {"precisions", rows}, {"peak_rss_mb", peak_rss_mb()}};
+  if (args.json) {
+    std::cout << out.dump() << std::endl;
+    return;
+  }
+  std::cout << "decode, " << args.model << " random weights, batch 1, incremental, beam " << args.beam << ", "
+            << args.steps << " words forced, threads " << torch_threads() << ", median of " << args.repeats
+            << " alternated repeats\n";
+  for (const auto& row : rows)
+    std::cout << "  " << row["precision"].get<std::string>() << ": " << row["decode_ms"].get<double>() << " ms ("
+              << row["ms_per_step"].get<double>() << " ms/step), " << row["vs_first"].get<double>() << "x the first\n";
+}
+
 void run_decode(const RuntimeOptions& runtime, const BenchArgs& args) {
   if (args.groups > 0) return run_decode_groups(runtime, args);
+  if (args.precisions.size() > 1 || args.precisions.front() != "fp32") return run_decode_precisions(runtime, args);
   auto captioner = make_captioner(args, runtime);
   nlohmann::json out = {{"model", args.model}, {"beam", args.beam}, {"words", args.steps}, {"repeats", args.repeats},
                         {"threads", torch_threads()}, {"device", runtime.device}};
@@ -266,14 +317,7 @@ void run_caption(const RuntimeOptions& runtime, const BenchArgs& args) {
   // would otherwise stop at different lengths and decode different amounts.
   DecodingOptions options = captioner->complete(forced_options(args, args.steps));
   const auto special = captioner->special_tokens(false);
-  std::vector<Precision> precisions;
-  for (const auto& name : args.precisions) {
-    const Precision requested = parse_precision(name, runtime.device);
-    std::string note;
-    const Precision used = effective_precision(requested, runtime.device, &note);
-    if (!note.empty()) spdlog::warn("{}", note);
-    precisions.push_back(used);
-  }
+  const auto precisions = effective_precisions(args, runtime);
   struct Times {
     std::vector<double> pre, enc, dec, total;
     double encoder_rel_error = 0;
@@ -367,6 +411,9 @@ const bool registered = register_command({"bench-decode", 90, [](CLI::App& root)
     command->add_option("--groups", args->groups,
                         "K > 0: AIC greedy against a PNAIC decoder of K groups (batch 1, vocabulary plus DEL)")
         ->check(CLI::NonNegativeNumber);
+    command->add_option("--precision", args->precisions,
+                        "fp32, bf16, int8 or auto: batch 1 incremental decoding in each, alternated in each repeat")
+        ->check(CLI::IsMember(precision_names()));
   }
   {
     auto [command, args] = add_command<BenchArgs>(

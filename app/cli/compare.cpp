@@ -3,6 +3,8 @@
 // split, the scores of `expnet score`.
 #include <unistd.h>
 
+#include <spdlog/spdlog.h>
+
 #include <iomanip>
 #include <iostream>
 
@@ -20,6 +22,7 @@ struct CompareArgs {
   std::string dataset, split;
   size_t limit = 0;
   std::vector<std::string> inputs;
+  std::string precision = "fp32";
   bool json = false;
 };
 
@@ -49,6 +52,9 @@ void run(const RuntimeOptions& runtime, const CompareArgs& args) {
   request.pnaic = args.pnaic;
   request.beam = args.beam;
   request.device = runtime.device;
+  std::string note;
+  request.precision = effective_precision(parse_precision(args.precision, runtime.device), runtime.device, &note);
+  if (!note.empty()) spdlog::warn("--precision {}: {}", args.precision, note);
   if (args.dataset.empty() && args.inputs.empty())
     throw std::runtime_error("compare: no images: give --dataset FILE --split SPLIT, or image files or folders");
   if (!args.dataset.empty() && !args.inputs.empty())
@@ -90,6 +96,10 @@ const bool registered = register_command({"compare", 22, [](CLI::App& root) {
   command->add_option("--split", args->split, "Split of --dataset: train, restval, val, test, or all");
   command->add_option("--limit", args->limit, "At most N images (0 = all)");
   command->add_option("images", args->inputs, "Image files or folders (no scores: they have no references)");
+  command->add_option("--precision", args->precision,
+                      "Every model's matrix products: fp32, bf16, int8 or auto (as for caption)")
+      ->check(CLI::IsMember(precision_names()))
+      ->capture_default_str();
   command->add_flag("--json", args->json, "One JSON object on stdout");
 }});
 

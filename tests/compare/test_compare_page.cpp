@@ -23,6 +23,7 @@
 #include <filesystem>
 
 #include "compare/comparepage.h"
+#include "expnet/model/precision.h"
 #include "expnet/system/system.h"
 #include "compare/modelslots.h"
 #include "compare/stepreplay.h"
@@ -292,6 +293,37 @@ class TestComparePage : public QObject {
     context.setRuntime(QStringLiteral("cpu"), 1);
     QVERIFY(waitIdle(page));
     for (int slot : {0, 1, 2}) QCOMPARE(slotState(page, slot)["state"].toString(), QString("loaded"));
+  }
+
+  // The Caption page's precision (issue 31) moves the compared models too: they
+  // reload in it, say so, and evaluate as `expnet compare --precision` does.
+  void modelsFollowTheStudiosPrecision() {
+    StudioContext context;
+    ComparePage page(&context);
+    page.show();
+    QVERIFY(waitIdle(page));
+    const bool bf16 = expnet::bf16_is_fast("cpu");
+    context.setRuntime(QStringLiteral("cpu"), 1, bf16 ? QStringLiteral("bf16") : QStringLiteral("fp32"));
+    QVERIFY(waitIdle(page));
+    for (int slot : {0, 1, 2}) {
+      const QJsonObject state = slotState(page, slot);
+      QCOMPARE(state["state"].toString(), QString("loaded"));
+      QCOMPARE(state["message"].toString().contains("bf16"), bf16);
+    }
+    page.evaluateDataset(shapes_, "all", 6);
+    QVERIFY(waitIdle(page));
+    const QJsonObject shown = QJsonDocument::fromJson(page.evaluationJson()).object();
+    const auto r = cli({"compare", "--aic", "demo", "--pnaic", "pnaic-demo-k2", "--pnaic", "pnaic-demo-k5", "--beam", "3",
+                        "--dataset", shapes_, "--split", "all", "--limit", "6", "--precision", "bf16", "--json"});
+    QVERIFY2(r.exitCode == 0, r.err.constData());
+    const QJsonObject expected = QJsonDocument::fromJson(r.out.trimmed()).object();
+    QCOMPARE(shown["precision"].toString(), expected["precision"].toString());
+    const QJsonArray a = shown["per_image"].toArray(), b = expected["per_image"].toArray();
+    QCOMPARE(a.size(), 6);
+    for (int i = 0; i < 6; ++i)
+      for (const auto& mode : kModes)
+        QCOMPARE(a[i].toObject()["captions"].toObject()[mode].toObject()["text"],
+                 b[i].toObject()["captions"].toObject()[mode].toObject()["text"]);
   }
 
   // The page's fields and slots are remembered (QSettings) and come back, loaded.

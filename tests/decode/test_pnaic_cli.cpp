@@ -17,6 +17,7 @@
 #include "expnet/decode/decoding_comparison.h"
 #include "expnet/model/expansion_net.h"
 #include "expnet/model/pnaic.h"
+#include "expnet/model/precision.h"
 #include "support/fixtures.h"
 
 using namespace expnet;
@@ -133,6 +134,7 @@ class TestPnaicCli : public QObject {
     QVERIFY2(r.exitCode == 0, r.err.constData());
     const auto doc = QJsonDocument::fromJson(r.out.trimmed()).object();
     QCOMPARE(doc["images"].toInt(), 5);
+    QCOMPARE(doc["precision"].toString(), QString("fp32"));
     const auto modes = doc["modes"].toArray();
     QCOMPARE(modes.size(), 3);
     QStringList names;
@@ -171,6 +173,30 @@ class TestPnaicCli : public QObject {
     const auto wrong = cli({"compare", "--aic", pnaic_, "--pnaic", pnaic_, shapes_ + "/images"});
     QVERIFY(wrong.exitCode != 0);
     QVERIFY2(wrong.err.contains("--aic takes an AIC model"), wrong.err.constData());
+  }
+
+  // --precision bf16 (issue 31): every model decodes in bf16 (fp32 with a
+  // warning where the CPU lacks it), exactly as `expnet caption --precision`.
+  void compareInBf16MatchesCaptionInBf16() {
+    const auto r = cli({"compare", "--aic", "demo", "--pnaic", pnaic_, "--beam", "2", "--dataset", shapes_, "--split",
+                        "all", "--limit", "2", "--precision", "bf16", "--json"});
+    QVERIFY2(r.exitCode == 0, r.err.constData());
+    const auto doc = QJsonDocument::fromJson(r.out.trimmed()).object();
+    QCOMPARE(doc["precision"].toString(), QString(expnet::bf16_is_fast("cpu") ? "bf16" : "fp32"));
+    const auto perImage = doc["per_image"].toArray();
+    QCOMPARE(perImage.size(), 2);
+    for (const auto& value : perImage) {
+      const auto entry = value.toObject();
+      const QString image = entry["image"].toString();
+      const auto captions = entry["captions"].toObject();
+      QCOMPARE(captions["aic-beam2"]["text"].toString(),
+               caption(image, {"--model", "demo", "--beam", "2", "--precision", "bf16"})["text"].toString());
+      QCOMPARE(captions["pnaic-k3"]["text"].toString(),
+               caption(image, {"--checkpoint", pnaic_, "--precision", "bf16"})["text"].toString());
+    }
+    const auto bad = cli({"compare", "--aic", "demo", "--pnaic", pnaic_, "--precision", "fp8", shapes_ + "/images"});
+    QVERIFY(bad.exitCode != 0);
+    QVERIFY2(bad.err.contains("--precision") && bad.err.contains("bf16"), bad.err.constData());
   }
 
   // The engine function the Compare page calls stops at the next image when

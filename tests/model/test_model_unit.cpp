@@ -191,7 +191,13 @@ class TestModelUnit : public QObject {
     ModelConfig demo = expnet::demo_model_config();
     QVERIFY(demo.swin_conv_merging);
     QVERIFY(nlohmann::json::parse(demo.to_json()).at("swin_conv_merging").get<bool>());
+    // The calibration size, widened: embed 48 and heads 2/4/8 (the varied look needs it).
+    QCOMPARE(demo.swin_embed_dim, int64_t{48});
+    QCOMPARE(demo.final_swin_dim, int64_t{192});
     demo.swin_conv_merging = false;
+    demo.swin_embed_dim = 32;
+    demo.swin_num_heads = {1, 2, 4};
+    demo.final_swin_dim = 128;
     QVERIFY(demo == expnet::calibration_model_config());
   }
 
@@ -213,7 +219,7 @@ class TestModelUnit : public QObject {
     const auto names = demo->named_parameters();
     QVERIFY(names.contains("swin_transf.layers.1.downsample.conv.weight"));
     QVERIFY(!names.contains("swin_transf.layers.1.downsample.reduction.weight"));
-    QCOMPARE(demo->backbone(torch::zeros({1, 3, 96, 96})).sizes().vec(), (std::vector<int64_t>{1, 36, 128}));
+    QCOMPARE(demo->backbone(torch::zeros({1, 3, 96, 96})).sizes().vec(), (std::vector<int64_t>{1, 36, 192}));
   }
 
   void tinyAndSmallParameterCounts() {

@@ -223,7 +223,8 @@ void CaptionPage::onModelLoaded(const QString& name, const QJsonObject& details)
   context_->setModelLoading(false);
   context_->setCaptioner(worker_->captioner());
   context_->setModelName(modelName_);
-  context_->setRuntime(details.value(QStringLiteral("device")).toString(), details.value(QStringLiteral("threads")).toInt());
+  context_->setRuntime(details.value(QStringLiteral("device")).toString(), details.value(QStringLiteral("threads")).toInt(),
+                       details.value(QStringLiteral("precision")).toString());
   updateState();
   emit modelReady();
   submitQueued();

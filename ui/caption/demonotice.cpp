@@ -8,8 +8,8 @@
 
 namespace {
 const char* kText =
-    "<b>The demo model knows only coloured shapes</b> (circles, squares, triangles, stars and diamonds on plain "
-    "backgrounds): it cannot describe photographs. To caption photos, download the authors' released checkpoint "
+    "<b>The demo model knows only coloured shapes</b> (circles, squares, triangles, stars and diamonds on plain, "
+    "gradient or textured backgrounds): it cannot describe photographs. To caption photos, download the authors' released checkpoint "
     "<code>rf_model.pth</code> and vocabulary <code>demo_coco_tokens.pickle</code> from the drive linked in the "
     "README of <b>jchenghu/ExpansionNet_v2</b>, then load them in the Model box above with Config "
     "<b>official</b>.";

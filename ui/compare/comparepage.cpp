@@ -138,8 +138,10 @@ QWidget* ComparePage::buildControls() {
   auto* layout = new QVBoxLayout(panel);
   layout->setContentsMargins(0, 0, 6, 0);
   slots_ = new ModelSlots(context_->device());
-  // One device for the studio: the Caption page's choice moves the compared models too.
-  connect(context_, &StudioContext::runtimeChanged, slots_, [this] { slots_->setDevice(context_->device()); });
+  slots_->setRuntime(context_->device(), context_->precision());
+  // One device and precision for the studio: the Caption page's choice moves the compared models too.
+  connect(context_, &StudioContext::runtimeChanged, slots_,
+          [this] { slots_->setRuntime(context_->device(), context_->precision()); });
   slots_->addPnaicSlot(QStringLiteral("pnaic-demo-k2"));
   slots_->addPnaicSlot(QStringLiteral("pnaic-demo-k5"));
   layout->addWidget(slots_);

@@ -34,9 +34,13 @@ void CompareWorker::loadSlot(const SlotRequest& request) {
   slots_.erase(request.slot);  // a failed reload leaves the slot empty, not the previous model
   try {
     const auto start = std::chrono::steady_clock::now();
+    const std::string device = request.device.toStdString();
+    std::string note;  // the Caption page, where the precision is chosen, shows why it fell back
+    const auto precision =
+        expnet::effective_precision(expnet::parse_precision(request.precision.toStdString(), device), device, &note);
     auto model = expnet::load_comparison_model(request.spec.toStdString(), request.vocab.toStdString(),
                                                request.pnaic ? expnet::ComparisonRole::pnaic : expnet::ComparisonRole::aic,
-                                               request.device.toStdString());
+                                               device, precision);
     const double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
     const int groups = static_cast<int>(model.captioner->config().pnaic_groups);
     const QString file = QString::fromStdString(model.file);

@@ -22,6 +22,7 @@ struct SlotRequest {
   QString spec;        // a built-in name or a checkpoint
   QString vocab;       // the checkpoint's vocabulary when it carries none
   QString device = QStringLiteral("cpu");
+  QString precision = QStringLiteral("fp32");  // the studio's (the Caption page's Model box)
 };
 
 struct EvaluationRequest {

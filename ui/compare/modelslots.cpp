@@ -114,6 +114,7 @@ SlotRequest ModelSlots::requestOf(int id) const {
   request.spec = slot.spec->currentText().trimmed();
   request.vocab = slot.vocab->text().trimmed();
   request.device = device_;
+  request.precision = precision_;
   return request;
 }
 
@@ -146,7 +147,7 @@ void ModelSlots::requestLoad(int id, bool force) {
   const SlotRequest request = requestOf(id);
   const SlotRequest& last = slots_[id].loaded;
   if (!force && last.slot == id && last.spec == request.spec && last.vocab == request.vocab &&
-      last.device == request.device)
+      last.device == request.device && last.precision == request.precision)
     return;
   slots_[id].loaded = request;
   if (request.spec.isEmpty()) {
@@ -158,9 +159,10 @@ void ModelSlots::requestLoad(int id, bool force) {
   emit loadRequested(request);
 }
 
-void ModelSlots::setDevice(const QString& device) {
-  if (device.isEmpty() || device == device_) return;
+void ModelSlots::setRuntime(const QString& device, const QString& precision) {
+  if (device.isEmpty() || (device == device_ && precision == precision_)) return;
   device_ = device;
+  if (!precision.isEmpty()) precision_ = precision;
   for (auto it = slots_.begin(); it != slots_.end(); ++it)
     if (it->loaded.slot == it.key() && !it->loaded.spec.isEmpty()) requestLoad(it.key(), false);
 }
@@ -180,7 +182,8 @@ void ModelSlots::setState(int id, const QString& status, const QString& message)
 void ModelSlots::showLoading(int id) { setState(id, QStringLiteral("loading"), QStringLiteral("Loading…")); }
 
 void ModelSlots::showLoaded(int id, const QString& file, int groups, double loadMs) {
-  const QString kind = groups > 0 ? QStringLiteral("PNAIC K = %1").arg(groups) : QStringLiteral("AIC");
+  QString kind = groups > 0 ? QStringLiteral("PNAIC K = %1").arg(groups) : QStringLiteral("AIC");
+  if (slots_[id].loaded.precision != QStringLiteral("fp32")) kind += QStringLiteral(" · ") + slots_[id].loaded.precision;
   setState(id, QStringLiteral("loaded"),
            QStringLiteral("%1 · %2 · %3 ms").arg(kind, QFileInfo(file).fileName()).arg(loadMs, 0, 'f', 0));
   slots_[id].state->setToolTip(QStringLiteral("%1, loaded from %2 in %3 ms").arg(kind, file).arg(loadMs, 0, 'f', 0));

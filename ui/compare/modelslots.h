@@ -22,9 +22,10 @@ class ModelSlots : public QGroupBox {
   // `device`: where the slots' models are loaded (cpu, cuda, cuda:N).
   explicit ModelSlots(const QString& device, QWidget* parent = nullptr);
 
-  // Loads the slots' models again on `device` when it differs (the Caption
-  // page's device changed); slots never asked for stay unloaded.
-  void setDevice(const QString& device);
+  // Loads the slots' models again on `device` in `precision` when either
+  // differs (the Caption page's model box changed them); slots never asked
+  // for stay unloaded.
+  void setRuntime(const QString& device, const QString& precision);
   QString device() const { return device_; }
   // Adds a PNAIC slot holding `spec` and returns its id (the AIC slot is 0).
   int addPnaicSlot(const QString& spec);
@@ -69,5 +70,6 @@ class ModelSlots : public QGroupBox {
   QMap<int, Slot> slots_;
   int nextSlot_ = 0;
   QString device_;
+  QString precision_ = QStringLiteral("fp32");
   QVBoxLayout* rows_;
 };

@@ -1,8 +1,9 @@
 #include "shell/studiocontext.h"
 
-void StudioContext::setRuntime(const QString& device, int threads) {
+void StudioContext::setRuntime(const QString& device, int threads, const QString& precision) {
   device_ = device;
   threads_ = threads;
+  precision_ = precision;
   emit runtimeChanged();
 }
 

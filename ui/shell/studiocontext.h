@@ -1,4 +1,4 @@
-// State shared by the pages: the runtime (device, threads) and the loaded
+// State shared by the pages: the runtime (device, threads, precision) and the loaded
 // model. Pages read it and listen to its signals; the main window shows it in
 // the status bar.
 #pragma once
@@ -19,10 +19,12 @@ class StudioContext : public QObject {
 
   QString device() const { return device_; }
   int threads() const { return threads_; }
+  // The loaded model's matrix products (fp32, bf16, int8: the effective one).
+  QString precision() const { return precision_; }
   // Human-readable name of the loaded model, empty when none is loaded.
   QString modelName() const { return modelName_; }
 
-  void setRuntime(const QString& device, int threads);
+  void setRuntime(const QString& device, int threads, const QString& precision = QStringLiteral("fp32"));
   void setModelName(const QString& name);
 
   // The captioner the Caption page loaded, shared with the pages that trace
@@ -45,6 +47,7 @@ class StudioContext : public QObject {
  private:
   QString device_ = QStringLiteral("cpu");
   int threads_ = 1;
+  QString precision_ = QStringLiteral("fp32");
   QString modelName_;
   std::shared_ptr<expnet::Captioner> captioner_;
   bool modelLoading_ = false;

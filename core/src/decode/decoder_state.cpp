@@ -11,7 +11,6 @@
 #include "decode/fused_cpu_caches.h"
 #include "decode/step_caches.h"
 #include "decode/tensor_caches.h"
-#include "kernels/cpu/few_rows_linear.h"
 
 namespace expnet {
 
@@ -57,9 +56,7 @@ torch::Tensor DecoderState::step_hidden(const torch::Tensor& tokens) {
       RECORD_USER_SCOPE("expnet::decoder_step.dynamic_expansion");
       // The new position's five linear outputs in one matmul.
       const auto x = layer.norm_1(y);
-      const auto parts = few_rows_linear(x, cache.stacked_inputs.weight, cache.stacked_inputs.bias,
-                                         *cache.stacked_inputs.packed)
-                             .view({x.size(0), -1});  // rows x 5d
+      const auto parts = cache.stacked_inputs.step(x).view({x.size(0), -1});  // rows x 5d
       y = y + caches_->expansion(l, *layer.dyn_exp, parts, length_);
     }
     {

@@ -89,7 +89,7 @@ ModeCaption caption_image(Captioner& captioner, const DecodingOptions& options, 
 }
 
 ComparisonModel load_comparison_model(const std::string& spec, const std::string& vocab, ComparisonRole role,
-                                      const std::string& device) {
+                                      const std::string& device, Precision precision) {
   const bool pnaic = role == ComparisonRole::pnaic;
   const std::string option = pnaic ? "--pnaic " : "--aic ";
   if (spec.empty()) throw std::runtime_error(std::string("compare: no ") + (pnaic ? "PNAIC" : "AIC") + " model given");
@@ -113,6 +113,8 @@ ComparisonModel load_comparison_model(const std::string& spec, const std::string
   if (pnaic && !config.is_pnaic())
     throw std::runtime_error("compare: '" + model.file + "' (" + option + spec +
                              ") is an AIC model; --pnaic takes a PNAIC model (its config has pnaic_groups)");
+  model.captioner->set_precision(precision);
+  model.precision = precision;
   return model;
 }
 
@@ -120,10 +122,10 @@ ComparisonResult compare_decoding(const ComparisonRequest& request) {
   if (request.pnaic.empty()) throw std::runtime_error("compare: give at least one PNAIC model (--pnaic)");
   // Every model is loaded and checked before any decoding, so a wrong file
   // fails at once.
-  const auto aic = load_comparison_model(request.aic, "", ComparisonRole::aic, request.device);
+  const auto aic = load_comparison_model(request.aic, "", ComparisonRole::aic, request.device, request.precision);
   std::vector<ComparisonModel> pnaic;
   for (const auto& spec : request.pnaic)
-    pnaic.push_back(load_comparison_model(spec, "", ComparisonRole::pnaic, request.device));
+    pnaic.push_back(load_comparison_model(spec, "", ComparisonRole::pnaic, request.device, request.precision));
   return compare_decoding(aic, pnaic, request);
 }
 
@@ -135,6 +137,7 @@ ComparisonResult compare_decoding(const ComparisonModel& aic, const std::vector<
   if (pnaic.empty()) throw std::runtime_error("compare: give at least one PNAIC model (--pnaic)");
   ComparisonResult result;
   result.images = request.images;
+  result.precision = aic.precision;
   Captioner& aic_model = *aic.captioner;
   // The AIC model's own decoding options (e.g. the demo model's max_word_run)
   // with the search replaced: each mode captions as `expnet caption` would.
@@ -223,7 +226,11 @@ std::string comparison_json(const ComparisonResult& result) {
   }
   nlohmann::json per_image = nlohmann::json::array();
   for (size_t i = 0; i < result.images.size(); ++i) per_image.push_back(image_entry(result.modes, i, result.images[i]));
-  return nlohmann::json{{"images", result.images.size()}, {"modes", modes}, {"per_image", per_image}}.dump();
+  return nlohmann::json{{"images", result.images.size()},
+                        {"precision", precision_name(result.precision)},
+                        {"modes", modes},
+                        {"per_image", per_image}}
+      .dump();
 }
 
 }  // namespace expnet

@@ -14,7 +14,6 @@
 
 #include "expnet/model/expansion_net.h"
 #include "expnet/model/pnaic.h"
-#include "kernels/cpu/few_rows_linear.h"
 #include "kernels/cpu/step_kernels.h"
 
 namespace expnet {
@@ -200,7 +199,7 @@ at::Tensor GroupDecoderState::step(const at::Tensor& tokens_in, const at::Tensor
       const auto x = norm(*layer.norm_1, y, s.fused);
       if (s.fused) {
         const auto& stacked = caches.stacked_inputs;
-        const auto parts = few_rows_linear(x, stacked.weight, stacked.bias, *stacked.packed);  // R x K x 5d
+        const auto parts = stacked.step(x);  // R x K x 5d
         y = y + block_expansion_cpu(parts, layer.dyn_exp->query_exp_vectors->weight,
                                     layer.dyn_exp->bias_exp_vectors->weight, caches.expansion, n0);
       } else {

@@ -3,8 +3,10 @@
 // model. Operation order follows the reference so parity holds to ~1e-6.
 #include <torch/torch.h>
 
+#include <algorithm>
 #include <cmath>
 #include <functional>
+#include <set>
 #include <stdexcept>
 
 #include "expnet/model/expansion_net.h"
@@ -122,8 +124,9 @@ DynamicExpansionImpl::StackedInputs DynamicExpansionImpl::stacked_inputs() {
   std::vector<std::pair<const void*, int64_t>> sources;
   for (const auto& part : parts)
     for (const auto& t : {part->weight, part->bias}) sources.emplace_back(t.data_ptr(), t.is_inference() ? 0 : t._version());
+  const bool bf16 = std::all_of(parts.begin(), parts.end(), [](const Linear& part) { return part->bf16_current(); });
   std::lock_guard<std::mutex> lock(stacked_mutex_);
-  if (!stacked_.weight.defined() || sources != stacked_sources_) {
+  if (!stacked_.weight.defined() || sources != stacked_sources_ || bf16 != stacked_bf16_) {
     c10::InferenceMode inference;
     std::vector<torch::Tensor> weights, biases;
     for (const auto& part : parts) {
@@ -132,10 +135,19 @@ DynamicExpansionImpl::StackedInputs DynamicExpansionImpl::stacked_inputs() {
     }
     stacked_.weight = torch::cat(weights);
     stacked_.bias = torch::cat(biases);
+    // The same rounding as each part's own copy (LinearImpl::set_precision).
+    stacked_.weight_bf16 = bf16 ? stacked_.weight.to(torch::kBFloat16).contiguous() : torch::Tensor();
     if (!stacked_.packed) stacked_.packed = std::make_shared<PackedWeightCache>();
     stacked_sources_ = std::move(sources);
+    stacked_bf16_ = bf16;
   }
   return stacked_;
+}
+
+torch::Tensor DynamicExpansionImpl::StackedInputs::step(const torch::Tensor& x) const {
+  if (weight_bf16.defined() && few_rows_linear_bf16_applies(x, weight_bf16))
+    return few_rows_linear_bf16(x, weight_bf16, bias);
+  return few_rows_linear(x, weight, bias, *packed);
 }
 
 torch::Tensor DynamicExpansionImpl::forward(const torch::Tensor& x, const torch::Tensor& mask, ExpansionTrace* trace) {
@@ -401,9 +413,17 @@ void ExpansionNetImpl::reset_parameters() {
 void ExpansionNetImpl::set_precision(Precision precision) {
   std::vector<std::shared_ptr<torch::nn::Module>> parts{swin_transf.ptr(), input_linear.ptr(), enc_reduce_group.ptr()};
   for (const auto& layer : encoders) parts.push_back(layer.ptr());
+  std::set<const LinearImpl*> image_side;
   for (const auto& part : parts)
     for (auto& module : part->modules(/*include_self=*/true))
-      if (auto* linear = module->as<LinearImpl>()) linear->set_precision(precision);
+      if (auto* linear = module->as<LinearImpl>()) {
+        linear->set_precision(precision);
+        image_side.insert(linear);
+      }
+  // The decoder's Linears (and the output projection): bf16 or float32.
+  const Precision decoder = precision == Precision::BF16 ? Precision::BF16 : Precision::FP32;
+  for (auto& module : modules(/*include_self=*/false))
+    if (auto* linear = module->as<LinearImpl>(); linear && !image_side.count(linear)) linear->set_precision(decoder);
 }
 
 void ExpansionNetImpl::set_dropout(const DropoutRates& rates) {

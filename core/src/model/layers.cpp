@@ -55,9 +55,11 @@ torch::Tensor LinearImpl::forward_bf16_out(const torch::Tensor& x) {
     return stack.at(0).toTensor();
   }
   // A bf16 block's input to a product that is not bf16 after all (few rows, a stale copy).
-  if (bf16() && x.scalar_type() == torch::kBFloat16)
-    return few_rows_linear(x.to(torch::kFloat), weight, bias, *packed_weight_);
-  return few_rows_linear(x, weight, bias, *packed_weight_);
+  const auto input = bf16() && x.scalar_type() == torch::kBFloat16 ? x.to(torch::kFloat) : x;
+  // A decoding step's few rows in bf16: the row kernels read the bfloat16 copy.
+  if (bf16_copy_fresh(input) && few_rows_linear_bf16_applies(input, weight_bf16_))
+    return few_rows_linear_bf16(input, weight_bf16_, bias);
+  return few_rows_linear(input, weight, bias, *packed_weight_);
 }
 
 void LinearImpl::set_precision(Precision precision) {
@@ -98,14 +100,20 @@ bool LinearImpl::takes_int8(const torch::Tensor& x) const {
   return x.size(-1) == in_features && x.numel() / in_features >= kReducedMinRows;
 }
 
-bool LinearImpl::takes_bf16(const torch::Tensor& x) const {
-  if (!weight_bf16_.defined() || x.dim() < 1) return false;
+bool LinearImpl::bf16_current() const {
+  return weight_bf16_.defined() && static_cast<int64_t>(weight._version()) == weight_version_ &&
+         (!bias.defined() || static_cast<int64_t>(bias._version()) == bias_version_);
+}
+
+bool LinearImpl::bf16_copy_fresh(const torch::Tensor& x) const {
+  if (!bf16_current() || x.dim() < 1) return false;  // changed since set_precision: the copy is stale
   if (x.scalar_type() != torch::kFloat && x.scalar_type() != torch::kBFloat16) return false;
   if (torch::GradMode::is_enabled() && !c10::InferenceMode::is_enabled()) return false;  // training: float32
-  if (x.device() != weight_bf16_.device() || static_cast<int64_t>(weight._version()) != weight_version_ ||
-      (bias.defined() && static_cast<int64_t>(bias._version()) != bias_version_))
-    return false;  // moved or changed since set_precision: the copy is stale
-  return x.size(-1) == in_features && x.numel() / in_features >= kReducedMinRows;
+  return x.device() == weight_bf16_.device();  // moved since set_precision: stale too
+}
+
+bool LinearImpl::takes_bf16(const torch::Tensor& x) const {
+  return bf16_copy_fresh(x) && x.size(-1) == in_features && x.numel() / in_features >= kReducedMinRows;
 }
 
 LayerNormImpl::LayerNormImpl(int64_t dim_, double eps_) : dim(dim_), eps(eps_) {

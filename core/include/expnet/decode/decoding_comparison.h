@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "expnet/decode/decoding.h"
+#include "expnet/model/precision.h"
 
 namespace expnet {
 
@@ -30,6 +31,8 @@ struct ComparisonRequest {
   std::vector<std::string> images;                              // paths as opened
   std::vector<std::vector<std::string>> references;            // per image (raw), or empty: no scores
   std::string device = "cpu";
+  // Every model's matrix products (already the effective one: effective_precision).
+  Precision precision = Precision::FP32;
   // Called after each image (every mode has decoded it): (modes, images done).
   std::function<void(size_t modes, size_t done)> progress;
   // Asked before each image; true stops the comparison (ComparisonCancelled).
@@ -68,6 +71,7 @@ struct ModeSummary {
 struct ComparisonResult {
   std::vector<std::string> images;
   std::vector<ModeSummary> modes;
+  Precision precision = Precision::FP32;  // the AIC model's (every model's, from the CLI)
 };
 
 // A model of a comparison, loaded and checked once (the studio loads each
@@ -76,14 +80,16 @@ struct ComparisonModel {
   std::string spec;  // as given: a built-in name or a checkpoint
   std::string file;  // the checkpoint file it was read from
   std::shared_ptr<Captioner> captioner;
+  Precision precision = Precision::FP32;  // its matrix products
 };
 enum class ComparisonRole { aic, pnaic };
 
 // `spec`: a built-in name or a checkpoint of ours (`vocab`: its vocabulary
-// when the checkpoint carries none). Throws std::runtime_error naming the file
-// when it cannot be loaded or is of the wrong kind for `role`.
+// when the checkpoint carries none), its products in `precision` (an effective
+// one). Throws std::runtime_error naming the file when it cannot be loaded or
+// is of the wrong kind for `role`.
 ComparisonModel load_comparison_model(const std::string& spec, const std::string& vocab, ComparisonRole role,
-                                      const std::string& device);
+                                      const std::string& device, Precision precision = Precision::FP32);
 
 // One image captioned by one model with `options` (complete()d), batch 1, the
 // incremental decoder: the step compare_decoding runs for every mode and image,
@@ -106,7 +112,7 @@ ComparisonResult compare_decoding(const ComparisonModel& aic, const std::vector<
 void add_dataset_images(const std::string& dataset, const std::string& split, size_t limit,
                         ComparisonRequest& request);
 
-// The result as `expnet compare --json` prints it: {images, modes: [{name,
+// The result as `expnet compare --json` prints it: {images, precision, modes: [{name,
 // checkpoint, groups, beam, steps_mean, decode_ms_per_image, speedup, scores?}],
 // per_image: [{image, captions: {MODE: {text, steps, decode_ms, groups?} or {error}}}]}.
 std::string comparison_json(const ComparisonResult& result);

@@ -81,7 +81,11 @@ class DynamicExpansionImpl : public torch::nn::Module {
   // the packed form of the weight); remade when one of the five changes.
   struct StackedInputs {
     torch::Tensor weight, bias;
+    torch::Tensor weight_bf16;  // while the five Linears are in bf16 (set_precision), else undefined
     std::shared_ptr<PackedWeightCache> packed;
+    // A decoding step's rows (float32) through all five: rows x 5d, in the bf16
+    // row kernels when weight_bf16 is defined and they apply.
+    torch::Tensor step(const torch::Tensor& x) const;
   };
   StackedInputs stacked_inputs();
 
@@ -89,6 +93,7 @@ class DynamicExpansionImpl : public torch::nn::Module {
   std::mutex stacked_mutex_;
   StackedInputs stacked_;
   std::vector<std::pair<const void*, int64_t>> stacked_sources_;  // data and version of each stacked tensor
+  bool stacked_bf16_ = false;                                       // whether stacked_ has its bf16 copy
 };
 TORCH_MODULE(DynamicExpansion);
 
@@ -174,9 +179,11 @@ class ExpansionNetImpl : public torch::nn::Module {
   void reset_parameters();
   void set_dropout(const DropoutRates& rates);
   // Inference precision of the Linears of the backbone and the encoder
-  // (LinearImpl::set_precision) and of the backbone's attention products;
-  // LayerNorms, the residual stream and the decoder stay float32 (decoding
-  // steps are bound by reading float32 weights in the few-row kernels).
+  // (LinearImpl::set_precision) and of the backbone's attention products; bf16
+  // also gives the decoder's Linears their bfloat16 copies, which decoding
+  // steps read (few_rows_linear_bf16: half the bytes; sums in float32).
+  // LayerNorms and the residual stream stay float32, and int8 leaves the
+  // decoder float32.
   void set_precision(Precision precision);
 
   const ModelConfig& config() const { return config_; }

@@ -36,13 +36,16 @@ class LinearImpl : public torch::nn::Module {
   // product to take without a conversion (float32 when the product was not bf16).
   torch::Tensor forward_bf16_out(const torch::Tensor& x);
   // bf16: keeps a bfloat16 copy of the weights (made now) for inference products
-  // of at least kReducedMinRows rows; the output stays float32. int8: the weights
+  // of at least kReducedMinRows rows (oneDNN) and for decoding steps of a few rows
+  // (few_rows_linear_bf16); the output stays float32. int8: the weights
   // quantised per output channel and packed for LibTorch's dynamic quantised
   // Linear (CPU), same rows. fp32 frees them. Weights changed after this (a
   // load, training) are noticed: the product then runs in float32 until
   // set_precision is called again.
   void set_precision(Precision precision);
   bool bf16() const { return weight_bf16_.defined(); }
+  // bf16() and the weights unchanged since set_precision (the copy is current).
+  bool bf16_current() const;
   int64_t in_features, out_features;
   torch::Tensor weight;  // out x in
   torch::Tensor bias;    // out, or undefined
@@ -51,6 +54,8 @@ class LinearImpl : public torch::nn::Module {
   static constexpr int64_t kReducedMinRows = 64;
 
  private:
+  // The bfloat16 copy may serve x: inference, x on its device, the copy current.
+  bool bf16_copy_fresh(const torch::Tensor& x) const;
   bool takes_bf16(const torch::Tensor& x) const;
   // The weight laid out for decoding steps of several images, made on first use.
   std::shared_ptr<PackedWeightCache> packed_weight_;

@@ -12,6 +12,7 @@
 #include <c10/core/InferenceMode.h>
 
 #include <algorithm>
+#include <cstring>
 #include <stdexcept>
 #include <vector>
 
@@ -32,22 +33,34 @@ constexpr int64_t kPanel = PackedWeight::kPanel;
 constexpr int kPanelVectors = kPanel / 16;
 constexpr int kPackedTileRows = 8;  // 8 x 3 accumulators + 3 weight vectors + 1 input fit the 32 registers
 
-// y[r, o] = b[o] + sum_k x[r, k] w[o, k] for o in [first, last).
-struct Operands {
+// y[r, o] = b[o] + sum_k x[r, k] w[o, k] for o in [first, last). W is the
+// weight's element: float, or uint16_t holding bfloat16 bits, widened to
+// float32 as it is loaded (x, b, y and the sums stay float32).
+template <typename W>
+struct OperandsOf {
   const float* x;
-  const float* w;
+  const W* w;
   const float* b;  // or nullptr
   float* y;
   int64_t in, out;
 };
+using Operands = OperandsOf<float>;
 
-template <int R>
-void rows_portable(const Operands& op, int64_t first, int64_t last) {
+inline float widen(float w) { return w; }
+inline float widen(uint16_t w) {
+  const uint32_t bits = static_cast<uint32_t>(w) << 16;
+  float f;
+  std::memcpy(&f, &bits, sizeof f);
+  return f;
+}
+
+template <int R, typename W>
+void rows_portable(const OperandsOf<W>& op, int64_t first, int64_t last) {
   for (int64_t o = first; o < last; ++o) {
-    const float* wr = op.w + o * op.in;
+    const W* wr = op.w + o * op.in;
     float acc[R] = {};
     for (int64_t k = 0; k < op.in; ++k)
-      for (int r = 0; r < R; ++r) acc[r] += wr[k] * op.x[r * op.in + k];
+      for (int r = 0; r < R; ++r) acc[r] += widen(wr[k]) * op.x[r * op.in + k];
     for (int r = 0; r < R; ++r) op.y[r * op.out + o] = acc[r] + (op.b ? op.b[o] : 0.0f);
   }
 }
@@ -59,10 +72,17 @@ __attribute__((target("avx2,fma"))) inline float horizontal_sum(__m256 v) {
   return _mm_cvtss_f32(_mm_add_ss(two, _mm_shuffle_ps(two, two, 1)));
 }
 
+// 8 weights as float32: loaded, or bfloat16 bits shifted into the high half.
+__attribute__((target("avx2,fma"))) inline __m256 load8(const float* p) { return _mm256_loadu_ps(p); }
+__attribute__((target("avx2,fma"))) inline __m256 load8(const uint16_t* p) {
+  const __m256i wide = _mm256_cvtepu16_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p)));
+  return _mm256_castsi256_ps(_mm256_slli_epi32(wide, 16));
+}
+
 // O weight rows at a time share each load of x: 2 for up to 6 input rows
 // (2R accumulators + operands fit the 16 vector registers), else 1.
-template <int R>
-__attribute__((target("avx2,fma"))) void rows_avx2(const Operands& op, int64_t first, int64_t last) {
+template <int R, typename W>
+__attribute__((target("avx2,fma"))) void rows_avx2(const OperandsOf<W>& op, int64_t first, int64_t last) {
   constexpr int O = R <= 6 ? 2 : 1;
   const int64_t in = op.in, whole = in / 8 * 8;
   int64_t o = first;
@@ -72,17 +92,17 @@ __attribute__((target("avx2,fma"))) void rows_avx2(const Operands& op, int64_t f
       for (int r = 0; r < R; ++r) acc[j][r] = _mm256_setzero_ps();
     for (int64_t k = 0; k < whole; k += 8) {
       __m256 wv[O];
-      for (int j = 0; j < O; ++j) wv[j] = _mm256_loadu_ps(op.w + (o + j) * in + k);
+      for (int j = 0; j < O; ++j) wv[j] = load8(op.w + (o + j) * in + k);
       for (int r = 0; r < R; ++r) {
         const __m256 xv = _mm256_loadu_ps(op.x + r * in + k);
         for (int j = 0; j < O; ++j) acc[j][r] = _mm256_fmadd_ps(wv[j], xv, acc[j][r]);
       }
     }
     for (int j = 0; j < O; ++j) {
-      const float* wr = op.w + (o + j) * in;
+      const W* wr = op.w + (o + j) * in;
       for (int r = 0; r < R; ++r) {
         float sum = horizontal_sum(acc[j][r]);
-        for (int64_t k = whole; k < in; ++k) sum += wr[k] * op.x[r * in + k];
+        for (int64_t k = whole; k < in; ++k) sum += widen(wr[k]) * op.x[r * in + k];
         op.y[r * op.out + o + j] = sum + (op.b ? op.b[o + j] : 0.0f);
       }
     }
@@ -90,45 +110,67 @@ __attribute__((target("avx2,fma"))) void rows_avx2(const Operands& op, int64_t f
   if (o < last) rows_portable<R>(op, o, last);
 }
 
-// acc[j][r] += w[j * in + k .. +16] * x[r * in + k .. +16] over the lanes of mask.
-template <int R, int O>
-__attribute__((target("avx512f"))) inline void fma_chunk(__m512 (&acc)[O][R], const float* w, const float* x,
-                                                         int64_t in, int64_t k, __mmask16 mask) {
+// The AVX-512 kernels also use AVX512BW/VL (masked 16-bit loads); every
+// AVX-512 CPU that is not a Xeon Phi has them.
+#define EXPNET_AVX512_TARGET __attribute__((target("avx512f,avx512bw,avx512vl")))
+
+// 16 weights as float32: all, or over the lanes of mask (the others 0).
+EXPNET_AVX512_TARGET inline __m512 load16(const float* p) { return _mm512_loadu_ps(p); }
+EXPNET_AVX512_TARGET inline __m512 load16(const float* p, __mmask16 mask) { return _mm512_maskz_loadu_ps(mask, p); }
+EXPNET_AVX512_TARGET inline __m512 widen16(__m256i bits) {
+  return _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(bits), 16));
+}
+EXPNET_AVX512_TARGET inline __m512 load16(const uint16_t* p) {
+  return widen16(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(p)));
+}
+EXPNET_AVX512_TARGET inline __m512 load16(const uint16_t* p, __mmask16 mask) {
+  return widen16(_mm256_maskz_loadu_epi16(mask, p));
+}
+
+// acc[j][r] += w[j * in + k .. +16] * x[r * in + k .. +16]: all 16 lanes, or
+// (Masked) over the lanes of mask.
+template <int R, int O, bool Masked, typename W>
+EXPNET_AVX512_TARGET inline void fma_chunk(__m512 (&acc)[O][R], const W* w, const float* x, int64_t in, int64_t k,
+                                           __mmask16 mask = 0xFFFF) {
   __m512 wv[O];
-  for (int j = 0; j < O; ++j) wv[j] = _mm512_maskz_loadu_ps(mask, w + j * in + k);
+  for (int j = 0; j < O; ++j) wv[j] = Masked ? load16(w + j * in + k, mask) : load16(w + j * in + k);
   for (int r = 0; r < R; ++r) {
-    const __m512 xv = _mm512_maskz_loadu_ps(mask, x + r * in + k);
+    const __m512 xv = Masked ? _mm512_maskz_loadu_ps(mask, x + r * in + k) : _mm512_loadu_ps(x + r * in + k);
     for (int j = 0; j < O; ++j) acc[j][r] = _mm512_fmadd_ps(wv[j], xv, acc[j][r]);
   }
 }
 
 // AVX-512: four weight rows at a time (four streams keep the hardware
 // prefetcher busy; 4R accumulators fit the 32 registers up to R = 6), and an
-// explicit prefetch 4 KB ahead, which measured 10-15% faster. The tail of a
-// row that is not a multiple of 16 goes through a masked load.
-template <int R, int O>
-__attribute__((target("avx512f"))) void rows_avx512_block(const Operands& op, int64_t o) {
-  constexpr int64_t kPrefetchAhead = 1024;  // floats
-  const int64_t in = op.in, whole = in / 16 * 16;
+// explicit prefetch 4 KB ahead, once per cache line of each row, which
+// measured 10-15% faster. The tail of a row that is not a multiple of 16 goes
+// through a masked load.
+template <int R, int O, typename W>
+EXPNET_AVX512_TARGET void rows_avx512_block(const OperandsOf<W>& op, int64_t o) {
+  constexpr int64_t kPrefetchAhead = 4096 / sizeof(W);  // weights
+  constexpr int64_t kLine = 64 / sizeof(W);              // weights per cache line
+  const int64_t in = op.in, lines = in / kLine * kLine;
   __m512 acc[O][R];
   for (int j = 0; j < O; ++j)
     for (int r = 0; r < R; ++r) acc[j][r] = _mm512_setzero_ps();
-  const float* w = op.w + o * in;
-  for (int64_t k = 0; k < whole; k += 16) {
+  const W* w = op.w + o * in;
+  int64_t k = 0;
+  for (; k < lines; k += kLine) {
     for (int j = 0; j < O; ++j) _mm_prefetch(reinterpret_cast<const char*>(w + j * in + k + kPrefetchAhead), _MM_HINT_T0);
-    fma_chunk<R, O>(acc, w, op.x, in, k, static_cast<__mmask16>(0xFFFF));
+    for (int64_t c = 0; c < kLine; c += 16) fma_chunk<R, O, false, W>(acc, w, op.x, in, k + c);
   }
-  if (whole < in) fma_chunk<R, O>(acc, w, op.x, in, whole, static_cast<__mmask16>((1u << (in - whole)) - 1));
+  for (; k + 16 <= in; k += 16) fma_chunk<R, O, false, W>(acc, w, op.x, in, k);
+  if (k < in) fma_chunk<R, O, true, W>(acc, w, op.x, in, k, static_cast<__mmask16>((1u << (in - k)) - 1));
   for (int j = 0; j < O; ++j)
     for (int r = 0; r < R; ++r)
       op.y[r * op.out + o + j] = _mm512_reduce_add_ps(acc[j][r]) + (op.b ? op.b[o + j] : 0.0f);
 }
 
-template <int R>
-__attribute__((target("avx512f"))) void rows_avx512(const Operands& op, int64_t first, int64_t last) {
+template <int R, typename W>
+EXPNET_AVX512_TARGET void rows_avx512(const OperandsOf<W>& op, int64_t first, int64_t last) {
   int64_t o = first;
-  for (; o + 4 <= last; o += 4) rows_avx512_block<R, 4>(op, o);
-  for (; o < last; ++o) rows_avx512_block<R, 1>(op, o);
+  for (; o + 4 <= last; o += 4) rows_avx512_block<R, 4, W>(op, o);
+  for (; o < last; ++o) rows_avx512_block<R, 1, W>(op, o);
 }
 
 // More rows (a decoding step of several images) on CPUs with AVX2 but not
@@ -192,7 +234,7 @@ void blocked_avx2(const Operands& op, int64_t rows, int64_t first, int64_t last)
 // come out as whole vectors of outputs. The last panel of a matrix whose
 // output count is not a multiple of kPanel stores through a mask.
 template <int R>
-__attribute__((target("avx512f"))) void packed_tile(const Operands& op, const float* panel, int64_t r0, int64_t o0) {
+EXPNET_AVX512_TARGET void packed_tile(const Operands& op, const float* panel, int64_t r0, int64_t o0) {
   const int64_t in = op.in;
   const float* x = op.x + r0 * in;
   __m512 acc[R][kPanelVectors];
@@ -235,8 +277,9 @@ void packed_rows(const Operands& op, const float* panels, int64_t rows, int64_t 
   }
 }
 
-bool cpu_has_avx512f() {
-  static const bool has = __builtin_cpu_supports("avx512f");
+bool cpu_has_avx512() {
+  static const bool has = __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
+                          __builtin_cpu_supports("avx512vl");
   return has;
 }
 
@@ -246,54 +289,62 @@ bool cpu_has_avx2_fma() {
 }
 #endif
 
-using RowsKernel = void (*)(const Operands&, int64_t, int64_t);
+template <typename W>
+using RowsKernel = void (*)(const OperandsOf<W>&, int64_t, int64_t);
 
-template <template <int> class Family>
-RowsKernel pick(int64_t rows_count) {
-  static const RowsKernel table[] = {Family<1>::run, Family<2>::run, Family<3>::run, Family<4>::run,
-                                     Family<5>::run, Family<6>::run, Family<7>::run, Family<8>::run};
+template <template <int, typename> class Family, typename W>
+RowsKernel<W> pick(int64_t rows_count) {
+  static const RowsKernel<W> table[] = {Family<1, W>::run, Family<2, W>::run, Family<3, W>::run, Family<4, W>::run,
+                                        Family<5, W>::run, Family<6, W>::run, Family<7, W>::run, Family<8, W>::run};
   static_assert(sizeof(table) / sizeof(table[0]) == kFewRowsLimit, "one kernel per row count");
   return table[rows_count - 1];
 }
-template <int R>
+template <int R, typename W>
 struct Portable {
-  static void run(const Operands& op, int64_t first, int64_t last) { rows_portable<R>(op, first, last); }
+  static void run(const OperandsOf<W>& op, int64_t first, int64_t last) { rows_portable<R>(op, first, last); }
 };
 #ifdef EXPNET_HAVE_AVX2_PATH
-template <int R>
+template <int R, typename W>
 struct Avx2 {
-  static void run(const Operands& op, int64_t first, int64_t last) { rows_avx2<R>(op, first, last); }
+  static void run(const OperandsOf<W>& op, int64_t first, int64_t last) { rows_avx2<R>(op, first, last); }
 };
 // Above 6 rows the 4-row AVX-512 blocks would spill registers; AVX2 measured faster there.
-template <int R>
+template <int R, typename W>
 struct Avx512 {
-  static void run(const Operands& op, int64_t first, int64_t last) {
+  static void run(const OperandsOf<W>& op, int64_t first, int64_t last) {
     if constexpr (R <= 6) rows_avx512<R>(op, first, last);
     else rows_avx2<R>(op, first, last);
   }
 };
 #endif
 
-RowsKernel kernel_for(int64_t rows_count, FewRowsIsa isa) {
+template <typename W>
+RowsKernel<W> kernel_for(int64_t rows_count, FewRowsIsa isa) {
   switch (isa) {
 #ifdef EXPNET_HAVE_AVX2_PATH
-    case FewRowsIsa::avx512: return pick<Avx512>(rows_count);
-    case FewRowsIsa::avx2: return pick<Avx2>(rows_count);
+    case FewRowsIsa::avx512: return pick<Avx512, W>(rows_count);
+    case FewRowsIsa::avx2: return pick<Avx2, W>(rows_count);
 #endif
-    default: return pick<Portable>(rows_count);
+    default: return pick<Portable, W>(rows_count);
   }
 }
 
-// The operands few_rows_linear can take at all: inference (no autograd), CPU
-// float32, contiguous weight. Returns the row count, or 0.
-int64_t eligible_rows(const at::Tensor& x, const at::Tensor& weight) {
+// The operands the row kernels can take at all: inference (no autograd), CPU,
+// float32 x, a contiguous weight of `weight_type` (float32 for few_rows_linear,
+// bfloat16 for few_rows_linear_bf16). Returns the row count, or 0.
+int64_t eligible_rows(const at::Tensor& x, const at::Tensor& weight, at::ScalarType weight_type = at::kFloat) {
   if (at::GradMode::is_enabled() && !c10::InferenceMode::is_enabled()) return 0;
   if (!x.device().is_cpu() || !weight.device().is_cpu()) return 0;
-  if (x.scalar_type() != at::kFloat || weight.scalar_type() != at::kFloat) return 0;
+  if (x.scalar_type() != at::kFloat || weight.scalar_type() != weight_type) return 0;
   if (weight.dim() != 2 || x.dim() < 1 || !weight.is_contiguous()) return 0;
   const int64_t in = weight.size(1);
   if (in == 0 || x.size(-1) != in) return 0;
   return x.numel() / in;
+}
+
+bool bias_fits(const at::Tensor& bias, const at::Tensor& weight) {
+  return !bias.defined() || (bias.device().is_cpu() && bias.scalar_type() == at::kFloat && bias.dim() == 1 &&
+                             bias.size(0) == weight.size(0));
 }
 
 bool own_path(int64_t rows_count, FewRowsIsa isa) {
@@ -310,7 +361,7 @@ bool few_rows_linear_applies(const at::Tensor& x, const at::Tensor& weight) {
 
 FewRowsIsa best_few_rows_isa() {
 #ifdef EXPNET_HAVE_AVX2_PATH
-  if (cpu_has_avx512f() && cpu_has_avx2_fma()) return FewRowsIsa::avx512;
+  if (cpu_has_avx512() && cpu_has_avx2_fma()) return FewRowsIsa::avx512;
   if (cpu_has_avx2_fma()) return FewRowsIsa::avx2;
 #endif
   return FewRowsIsa::portable;
@@ -323,10 +374,8 @@ at::Tensor linear_step(const at::Tensor& x, const at::Tensor& weight, const at::
                        PackedWeightCache* cache) {
   if (static_cast<int>(isa) > static_cast<int>(best_few_rows_isa()))
     throw std::invalid_argument("few_rows_linear: this CPU lacks the requested instruction set");
-  const bool bias_ok = !bias.defined() || (bias.device().is_cpu() && bias.scalar_type() == at::kFloat &&
-                                            bias.dim() == 1 && bias.size(0) == weight.size(0));
   const int64_t rows_count = eligible_rows(x, weight);
-  if (!bias_ok || !own_path(rows_count, isa)) return at::linear(x, weight, bias);
+  if (!bias_fits(bias, weight) || !own_path(rows_count, isa)) return at::linear(x, weight, bias);
   const auto input = x.contiguous();
   const auto b = bias.defined() ? bias.contiguous() : bias;
   const int64_t in = weight.size(1), out = weight.size(0);
@@ -340,7 +389,7 @@ at::Tensor linear_step(const at::Tensor& x, const at::Tensor& weight, const at::
     // bandwidth. Measured on a Zen 3 VM (about 5 GB/s per core), `expnet bench
     // decode --batches 1 --threads 2`, four interleaved pairs: incremental vs
     // full 4.7-5.6x with the split, 3.3-3.9x on one thread.
-    const auto kernel = kernel_for(rows_count, isa);
+    const auto kernel = kernel_for<float>(rows_count, isa);
     // Outputs split over the decoding threads (step_threads.h) in whole blocks of 4 weight rows.
     parallel_step(out, 4, [&](int64_t first, int64_t last) { kernel(op, first, last); });
     return y;
@@ -363,6 +412,32 @@ at::Tensor linear_step(const at::Tensor& x, const at::Tensor& weight, const at::
 }
 
 }  // namespace
+
+bool few_rows_linear_bf16_applies(const at::Tensor& x, const at::Tensor& weight_bf16) {
+  const int64_t rows_count = eligible_rows(x, weight_bf16, at::kBFloat16);
+  return rows_count >= 1 && rows_count <= kFewRowsLimit;
+}
+
+at::Tensor few_rows_linear_bf16(const at::Tensor& x, const at::Tensor& weight_bf16, const at::Tensor& bias,
+                                FewRowsIsa isa) {
+  if (static_cast<int>(isa) > static_cast<int>(best_few_rows_isa()))
+    throw std::invalid_argument("few_rows_linear_bf16: this CPU lacks the requested instruction set");
+  if (!few_rows_linear_bf16_applies(x, weight_bf16) || !bias_fits(bias, weight_bf16))
+    throw std::invalid_argument("few_rows_linear_bf16: needs float32 x of at most 8 rows, a contiguous bfloat16 "
+                                "weight and a float32 bias, on the CPU, without autograd");
+  const auto input = x.contiguous();
+  const auto b = bias.defined() ? bias.contiguous() : bias;
+  const int64_t in = weight_bf16.size(1), out = weight_bf16.size(0);
+  std::vector<int64_t> shape(input.sizes().begin(), input.sizes().end());
+  shape.back() = out;
+  auto y = at::empty(shape, input.options());
+  const OperandsOf<uint16_t> op{input.data_ptr<float>(), static_cast<const uint16_t*>(weight_bf16.data_ptr()),
+                                b.defined() ? b.data_ptr<float>() : nullptr, y.data_ptr<float>(), in, out};
+  const int64_t rows_count = input.numel() / in;
+  const auto kernel = kernel_for<uint16_t>(rows_count, isa);
+  parallel_step(out, 4, [&](int64_t first, int64_t last) { kernel(op, first, last); });
+  return y;
+}
 
 at::Tensor few_rows_linear(const at::Tensor& x, const at::Tensor& weight, const at::Tensor& bias) {
   return linear_step(x, weight, bias, best_few_rows_isa(), nullptr);

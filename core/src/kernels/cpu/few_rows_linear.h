@@ -40,6 +40,17 @@ at::Tensor few_rows_linear(const at::Tensor& x, const at::Tensor& weight, const 
 // The kernels, ordered; few_rows_linear uses the best one this CPU runs.
 enum class FewRowsIsa { portable = 0, avx2 = 1, avx512 = 2 };
 FewRowsIsa best_few_rows_isa();
+
+// bf16 decoding (--precision bf16): the same row kernels reading a bfloat16
+// copy of the weight, half the bytes of a step that is bound by reading them.
+// Each weight is widened to float32 in registers; x, the bias, the sums and y
+// stay float32, so y is the float32 product with the rounded weights.
+// Applies to float32 x of 1 to kFewRowsLimit rows and a contiguous bfloat16
+// weight on the CPU without autograd; few_rows_linear_bf16 refuses others
+// (std::invalid_argument), and a CPU without `isa`.
+bool few_rows_linear_bf16_applies(const at::Tensor& x, const at::Tensor& weight_bf16);
+at::Tensor few_rows_linear_bf16(const at::Tensor& x, const at::Tensor& weight_bf16, const at::Tensor& bias,
+                                FewRowsIsa isa = best_few_rows_isa());
 // The same with a given kernel family (tests compare every family the CPU
 // runs); std::invalid_argument when the CPU lacks it.
 at::Tensor few_rows_linear(const at::Tensor& x, const at::Tensor& weight, const at::Tensor& bias, FewRowsIsa isa);
