@@ -298,12 +298,13 @@ class TestComparePage : public QObject {
   // The Caption page's precision (issue 31) moves the compared models too: they
   // reload in it, say so, and evaluate as `expnet compare --precision` does.
   void modelsFollowTheStudiosPrecision() {
+    const bool bf16 = expnet::bf16_is_fast("cpu");  // else bf16 falls back to fp32, and says so
+    const QString precision = bf16 ? QStringLiteral("bf16") : QStringLiteral("fp32");
     StudioContext context;
     ComparePage page(&context);
     page.show();
     QVERIFY(waitIdle(page));
-    const bool bf16 = expnet::bf16_is_fast("cpu");
-    context.setRuntime(QStringLiteral("cpu"), 1, bf16 ? QStringLiteral("bf16") : QStringLiteral("fp32"));
+    context.setRuntime(QStringLiteral("cpu"), 1, precision);
     QVERIFY(waitIdle(page));
     for (int slot : {0, 1, 2}) {
       const QJsonObject state = slotState(page, slot);

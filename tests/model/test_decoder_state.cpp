@@ -161,7 +161,8 @@ class TestDecoderState : public QObject {
   // The decoding steps' own matrix kernels (every instruction set this CPU
   // runs) against LibTorch's linear, on the row counts they take and on sizes
   // that leave tails: inputs not a multiple of 16, outputs not of 4, 6 or 48,
-  // rows not of 4 or 8.
+  // rows not of 4 or 8. The bf16 ones (--precision bf16, up to kFewRowsLimit
+  // rows) against float32 products with the bfloat16-rounded weights.
   void fewRowsLinearEqualsTorchLinear() {
     torch::NoGradGuard no_grad;
     torch::manual_seed(7);
@@ -179,6 +180,15 @@ class TestDecoderState : public QObject {
                                           (without - torch::linear(x, w)).abs().max().item<double>());
             QVERIFY2(worst < 1e-4, qPrintable(QString("isa %1, %2 rows, %3 -> %4: differs by %5")
                                                   .arg(isa).arg(rows).arg(in).arg(out).arg(worst)));
+            if (rows > expnet::kFewRowsLimit) continue;
+            const auto w_bf16 = w.to(torch::kBFloat16), rounded = w_bf16.to(torch::kFloat);
+            QVERIFY(expnet::few_rows_linear_bf16_applies(x, w_bf16));
+            const auto kind = static_cast<expnet::FewRowsIsa>(isa);
+            const double worst_bf16 = std::max(
+                (expnet::few_rows_linear_bf16(x, w_bf16, b, kind) - torch::linear(x, rounded, b)).abs().max().item<double>(),
+                (expnet::few_rows_linear_bf16(x, w_bf16, {}, kind) - torch::linear(x, rounded)).abs().max().item<double>());
+            QVERIFY2(worst_bf16 < 1e-4, qPrintable(QString("bf16, isa %1, %2 rows, %3 -> %4: differs by %5")
+                                                        .arg(isa).arg(rows).arg(in).arg(out).arg(worst_bf16)));
           }
     // The packed path (AVX-512, more than kFewRowsLimit rows), through a
     // cache: outputs that leave a partial panel, and a weight changed in place
@@ -203,6 +213,13 @@ class TestDecoderState : public QObject {
     QVERIFY(!expnet::few_rows_linear_applies(many, w));
     QVERIFY(torch::equal(expnet::few_rows_linear(many, w, {}), torch::linear(many, w)));
     QVERIFY(!expnet::few_rows_linear_applies(many.narrow(0, 0, 2).to(torch::kDouble), w.to(torch::kDouble)));
+    // The bf16 kernels take no more rows, no float32 weights and no other x: refused, not guessed.
+    const auto w_bf16 = w.to(torch::kBFloat16);
+    QVERIFY(!expnet::few_rows_linear_bf16_applies(many, w_bf16));
+    QVERIFY_THROWS_EXCEPTION(std::invalid_argument, expnet::few_rows_linear_bf16(many, w_bf16, {}));
+    QVERIFY(!expnet::few_rows_linear_bf16_applies(many.narrow(0, 0, 2), w));
+    QVERIFY(!expnet::few_rows_linear_bf16_applies(many.narrow(0, 0, 2).to(torch::kDouble), w_bf16));
+    QVERIFY(!expnet::few_rows_linear_bf16_applies(torch::randn({2, 7}), w_bf16));
   }
 
   // The decoding step's own log_softmax (core/src/kernels/cpu/step_kernels.h, with

@@ -1,8 +1,8 @@
 // Inference precision (expnet/model/precision.h): option parsing, the fall-back
 // on CPUs without bfloat16 hardware, and the bf16 and int8 Linears: which
 // products they take, how close they stay to float32, and that stale copies
-// are never used; the bf16 row kernels of decoding steps
-// (core/src/kernels/cpu/few_rows_linear.h) and a bf16 decoding step.
+// are never used; a bf16 decoding step (its row kernels are checked in
+// test_decoder_state).
 #include <torch/torch.h>
 
 #include <QtTest>
@@ -13,7 +13,6 @@
 #include "expnet/model/expansion_net.h"
 #include "expnet/model/layers.h"
 #include "expnet/model/precision.h"
-#include "kernels/cpu/few_rows_linear.h"
 #include "support/fixtures.h"
 
 using expnet::Precision;
@@ -110,69 +109,6 @@ class TestPrecision : public QObject {
     QVERIFY(torch::allclose(linear(many), torch::linear(many, linear->weight, linear->bias), 1e-5, 1e-5));
   }
 
-  // The row kernels reading bfloat16 weights (every instruction set this CPU
-  // runs) against float32 products with the rounded weights: 1 to 8 rows, and
-  // sizes that leave tails (inputs not a multiple of 8 or 16, outputs not of 4).
-  void bf16RowKernelsReadTheRoundedWeights() {
-    torch::NoGradGuard no_grad;
-    torch::manual_seed(11);
-    const int best = static_cast<int>(expnet::best_few_rows_isa());
-    for (int isa = 0; isa <= best; ++isa)
-      for (const int64_t in : {5, 16, 37, 512})
-        for (const int64_t out : {1, 13, 64})
-          for (int64_t rows = 1; rows <= expnet::kFewRowsLimit; ++rows) {
-            const auto x = torch::randn({rows, 1, in}), b = torch::randn({out});
-            const auto w = torch::randn({out, in}).to(torch::kBFloat16);
-            const auto rounded = w.to(torch::kFloat);
-            const auto kind = static_cast<expnet::FewRowsIsa>(isa);
-            QVERIFY(expnet::few_rows_linear_bf16_applies(x, w));
-            const auto with_bias = expnet::few_rows_linear_bf16(x, w, b, kind);
-            QCOMPARE(with_bias.sizes(), (torch::IntArrayRef{rows, 1, out}));
-            const double worst =
-                std::max((with_bias - torch::linear(x, rounded, b)).abs().max().item<double>(),
-                         (expnet::few_rows_linear_bf16(x, w, {}, kind) - torch::linear(x, rounded)).abs().max().item<double>());
-            QVERIFY2(worst < 1e-4, qPrintable(QString("isa %1, %2 rows, %3 -> %4: differs by %5")
-                                                  .arg(isa).arg(rows).arg(in).arg(out).arg(worst)));
-          }
-    // Not for more rows, float32 weights, other inputs, or with autograd: refused, not guessed.
-    const auto w = torch::randn({3, 8}).to(torch::kBFloat16);
-    const auto many = torch::randn({expnet::kFewRowsLimit + 1, 8});
-    QVERIFY(!expnet::few_rows_linear_bf16_applies(many, w));
-    QVERIFY_THROWS_EXCEPTION(std::invalid_argument, expnet::few_rows_linear_bf16(many, w, {}));
-    QVERIFY(!expnet::few_rows_linear_bf16_applies(torch::randn({2, 8}), w.to(torch::kFloat)));
-    QVERIFY(!expnet::few_rows_linear_bf16_applies(torch::randn({2, 8}).to(torch::kDouble), w));
-    QVERIFY(!expnet::few_rows_linear_bf16_applies(torch::randn({2, 7}), w));
-    torch::AutoGradMode grad(true);
-    QVERIFY(!expnet::few_rows_linear_bf16_applies(torch::randn({2, 8}), w));
-  }
-
-  // A decoding step of 5 rows (beam 5) in bf16: its log-probabilities close to
-  // float32's but not equal (the step read the bfloat16 weights), the same on
-  // the fused CPU path and the LibTorch-operation path, and float32's exactly
-  // again after set_precision(FP32).
-  void bf16DecodingStepsReadBf16Weights() {
-    torch::manual_seed(5);
-    const auto config = expnet::tiny_model_config();
-    expnet::ExpansionNet model(config, 60);
-    model->eval();
-    torch::NoGradGuard no_grad;
-    const auto enc_out = torch::randn({5, 12, config.d_model});  // 5 rows: one per image
-    const auto tokens = torch::tensor({3, 7, 11, 2, 9}, torch::kLong);
-    const auto run = [&](bool cpu_kernels) {
-      expnet::DecoderState state(model, enc_out, cpu_kernels);
-      state.step(tokens);
-      return state.step(tokens.flip(0));
-    };
-    const auto fp32 = run(true);
-    model->set_precision(Precision::BF16);
-    const auto fused = run(true), ops = run(false);
-    const double difference = (fused - fp32).abs().max().item<double>();
-    QVERIFY2(difference > 0 && difference < 0.05, qPrintable(QString::number(difference)));
-    QVERIFY2(torch::allclose(fused, ops, 1e-4, 1e-4), qPrintable(QString::number((fused - ops).abs().max().item<double>())));
-    model->set_precision(Precision::FP32);
-    QVERIFY(torch::allclose(run(true), fp32, 1e-6, 1e-6));
-  }
-
   void int8LinearIsCloseAndCpuOnly() {
     std::string why;
     if (!expnet::int8_is_available("cpu", &why)) QSKIP(why.c_str());
@@ -195,18 +131,34 @@ class TestPrecision : public QObject {
     QVERIFY(linear->weight.grad().defined());
   }
 
-  void modelEncodeStaysCloseInBf16() {
+  // A tiny model in bf16: its encoder output close to float32's. A decoding step
+  // of 5 rows (beam 5): its log-probabilities close to float32's but not equal
+  // (it read the bfloat16 weights), the same on the fused CPU path and the
+  // LibTorch-operation path, and float32's exactly again after FP32.
+  void modelEncodeAndDecodeStayCloseInBf16() {
     torch::manual_seed(1);
     const auto config = expnet::tiny_model_config();
     expnet::ExpansionNet model(config, 50);
     model->eval();
     torch::NoGradGuard no_grad;
+    const auto enc_out = torch::randn({5, 12, config.d_model});  // 5 rows: one per image
+    const auto tokens = torch::tensor({3, 7, 11, 2, 9}, torch::kLong);
+    const auto step = [&](bool cpu_kernels) {
+      expnet::DecoderState state(model, enc_out, cpu_kernels);
+      state.step(tokens);
+      return state.step(tokens.flip(0));
+    };
+    const auto fp32_step = step(true);
     const auto images = torch::randn({1, 3, config.swin_img_size, config.swin_img_size});
     const auto fp32 = model->encode(model->backbone(images));
     model->set_precision(Precision::BF16);
     const auto bf16 = model->encode(model->backbone(images));
     const double error = relative_error(bf16, fp32);
     QVERIFY2(error > 0 && error < 0.05, qPrintable(QString::number(error)));
+    const auto fused = step(true), ops = step(false);
+    const double difference = (fused - fp32_step).abs().max().item<double>();
+    QVERIFY2(difference > 0 && difference < 0.05, qPrintable(QString::number(difference)));
+    QVERIFY2(torch::allclose(fused, ops, 1e-4, 1e-4), qPrintable(QString::number((fused - ops).abs().max().item<double>())));
     if (expnet::int8_is_available("cpu")) {
       model->set_precision(Precision::INT8);
       const double int8_error = relative_error(model->encode(model->backbone(images)), fp32);
@@ -214,6 +166,7 @@ class TestPrecision : public QObject {
     }
     model->set_precision(Precision::FP32);
     QVERIFY(torch::allclose(model->encode(model->backbone(images)), fp32, 1e-5, 1e-5));
+    QVERIFY(torch::allclose(step(true), fp32_step, 1e-6, 1e-6));
   }
 };
 

@@ -14,6 +14,7 @@
 #include <algorithm>
 #include <cstring>
 #include <stdexcept>
+#include <string>
 #include <vector>
 
 #if defined(__x86_64__) && defined(__GNUC__)
@@ -369,21 +370,40 @@ FewRowsIsa best_few_rows_isa() {
 
 namespace {
 
+// One product by the row kernels: x's rows made contiguous, the bias, y (x's
+// shape with `out` last) and the kernels' operands over them; `w` the weight's data.
+template <typename W>
+struct StepProduct {
+  at::Tensor input, bias, y;
+  OperandsOf<W> op{};
+};
+
+template <typename W>
+StepProduct<W> step_product(const at::Tensor& x, const W* w, const at::Tensor& bias, int64_t in, int64_t out) {
+  const at::Tensor input = x.contiguous(), b = bias.defined() ? bias.contiguous() : bias;
+  std::vector<int64_t> shape(input.sizes().begin(), input.sizes().end());
+  shape.back() = out;
+  const at::Tensor y = at::empty(shape, input.options());
+  const OperandsOf<W> op{input.data_ptr<float>(), w, b.defined() ? b.data_ptr<float>() : nullptr, y.data_ptr<float>(),
+                         in, out};
+  return {input, b, y, op};
+}
+
+void check_isa(FewRowsIsa isa, const char* function) {
+  if (static_cast<int>(isa) > static_cast<int>(best_few_rows_isa()))
+    throw std::invalid_argument(std::string(function) + ": this CPU lacks the requested instruction set");
+}
+
 // The shared body of the few_rows_linear overloads; `cache` may be null.
 at::Tensor linear_step(const at::Tensor& x, const at::Tensor& weight, const at::Tensor& bias, FewRowsIsa isa,
                        PackedWeightCache* cache) {
-  if (static_cast<int>(isa) > static_cast<int>(best_few_rows_isa()))
-    throw std::invalid_argument("few_rows_linear: this CPU lacks the requested instruction set");
+  check_isa(isa, "few_rows_linear");
   const int64_t rows_count = eligible_rows(x, weight);
   if (!bias_fits(bias, weight) || !own_path(rows_count, isa)) return at::linear(x, weight, bias);
-  const auto input = x.contiguous();
-  const auto b = bias.defined() ? bias.contiguous() : bias;
-  const int64_t in = weight.size(1), out = weight.size(0);
-  std::vector<int64_t> shape(input.sizes().begin(), input.sizes().end());
-  shape.back() = out;
-  auto y = at::empty(shape, input.options());
-  const Operands op{input.data_ptr<float>(), weight.data_ptr<float>(), b.defined() ? b.data_ptr<float>() : nullptr,
-                    y.data_ptr<float>(), in, out};
+  const int64_t out = weight.size(0);
+  const auto product = step_product(x, weight.data_ptr<float>(), bias, weight.size(1), out);
+  const Operands& op = product.op;
+  const at::Tensor& y = product.y;
   if (rows_count <= kFewRowsLimit) {
     // Bound by reading W: a second core adds its own share of memory
     // bandwidth. Measured on a Zen 3 VM (about 5 GB/s per core), `expnet bench
@@ -420,23 +440,15 @@ bool few_rows_linear_bf16_applies(const at::Tensor& x, const at::Tensor& weight_
 
 at::Tensor few_rows_linear_bf16(const at::Tensor& x, const at::Tensor& weight_bf16, const at::Tensor& bias,
                                 FewRowsIsa isa) {
-  if (static_cast<int>(isa) > static_cast<int>(best_few_rows_isa()))
-    throw std::invalid_argument("few_rows_linear_bf16: this CPU lacks the requested instruction set");
+  check_isa(isa, "few_rows_linear_bf16");
   if (!few_rows_linear_bf16_applies(x, weight_bf16) || !bias_fits(bias, weight_bf16))
     throw std::invalid_argument("few_rows_linear_bf16: needs float32 x of at most 8 rows, a contiguous bfloat16 "
                                 "weight and a float32 bias, on the CPU, without autograd");
-  const auto input = x.contiguous();
-  const auto b = bias.defined() ? bias.contiguous() : bias;
   const int64_t in = weight_bf16.size(1), out = weight_bf16.size(0);
-  std::vector<int64_t> shape(input.sizes().begin(), input.sizes().end());
-  shape.back() = out;
-  auto y = at::empty(shape, input.options());
-  const OperandsOf<uint16_t> op{input.data_ptr<float>(), static_cast<const uint16_t*>(weight_bf16.data_ptr()),
-                                b.defined() ? b.data_ptr<float>() : nullptr, y.data_ptr<float>(), in, out};
-  const int64_t rows_count = input.numel() / in;
-  const auto kernel = kernel_for<uint16_t>(rows_count, isa);
-  parallel_step(out, 4, [&](int64_t first, int64_t last) { kernel(op, first, last); });
-  return y;
+  const auto product = step_product(x, static_cast<const uint16_t*>(weight_bf16.data_ptr()), bias, in, out);
+  const auto kernel = kernel_for<uint16_t>(x.numel() / in, isa);
+  parallel_step(out, 4, [&](int64_t first, int64_t last) { kernel(product.op, first, last); });
+  return product.y;
 }
 
 at::Tensor few_rows_linear(const at::Tensor& x, const at::Tensor& weight, const at::Tensor& bias) {
