@@ -181,11 +181,7 @@ void run_decode_groups(const RuntimeOptions& runtime, const BenchArgs& args) {
 // The precisions given with --precision, as they will run (a fall-back warns).
 std::vector<Precision> effective_precisions(const BenchArgs& args, const RuntimeOptions& runtime) {
   std::vector<Precision> precisions;
-  for (const auto& name : args.precisions) {
-    std::string note;
-    precisions.push_back(effective_precision(parse_precision(name, runtime.device), runtime.device, &note));
-    if (!note.empty()) spdlog::warn("{}", note);
-  }
+  for (const auto& name : args.precisions) precisions.push_back(precision_to_run(name, runtime.device));
   return precisions;
 }
 

@@ -12,6 +12,7 @@
 
 #include "bench_stats.h"
 #include "command.h"
+#include "decode_options_cli.h"
 #include "expnet/decode/decoder_state.h"
 #include "expnet/model/expansion_net.h"
 #include "expnet/system/system.h"
@@ -42,9 +43,7 @@ void run(const Options& o) {
   const std::string& device = current_device();
   model->to(torch::Device(device));
   model->eval();
-  std::string note;
-  const Precision precision = effective_precision(parse_precision(o.precision, device), device, &note);
-  if (!note.empty()) spdlog::warn("--precision {}: {}", o.precision, note);
+  const Precision precision = precision_to_run(o.precision, device);
   model->set_precision(precision);
   torch::NoGradGuard no_grad;
   const auto images = torch::randn({o.batch, config.swin_in_chans, config.swin_img_size, config.swin_img_size}).to(device);

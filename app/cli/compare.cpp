@@ -3,12 +3,11 @@
 // split, the scores of `expnet score`.
 #include <unistd.h>
 
-#include <spdlog/spdlog.h>
-
 #include <iomanip>
 #include <iostream>
 
 #include "command.h"
+#include "decode_options_cli.h"
 #include "expnet/decode/decoding_comparison.h"
 #include "expnet/image/image_inputs.h"
 
@@ -52,9 +51,7 @@ void run(const RuntimeOptions& runtime, const CompareArgs& args) {
   request.pnaic = args.pnaic;
   request.beam = args.beam;
   request.device = runtime.device;
-  std::string note;
-  request.precision = effective_precision(parse_precision(args.precision, runtime.device), runtime.device, &note);
-  if (!note.empty()) spdlog::warn("--precision {}: {}", args.precision, note);
+  request.precision = precision_to_run(args.precision, runtime.device);
   if (args.dataset.empty() && args.inputs.empty())
     throw std::runtime_error("compare: no images: give --dataset FILE --split SPLIT, or image files or folders");
   if (!args.dataset.empty() && !args.inputs.empty())

@@ -60,6 +60,13 @@ void add_model_options(CLI::App* command, ModelArgs& args) {
       ->capture_default_str();
 }
 
+Precision precision_to_run(const std::string& name, const std::string& device) {
+  std::string note;
+  const Precision precision = effective_precision(parse_precision(name, device), device, &note);
+  if (!note.empty()) spdlog::warn("--precision {}: {}", name, note);
+  return precision;
+}
+
 void add_decode_options(CLI::App* command, DecodeArgs& args) {
   DecodingOptions& d = args.decoding;
   auto& f = args.flags;
@@ -103,9 +110,7 @@ std::unique_ptr<Captioner> load_captioner(const ModelArgs& args, const RuntimeOp
   spdlog::info("loading model {} from {}", source.model.empty() ? std::string("(from checkpoint)") : source.model, source.checkpoint);
   auto captioner = Captioner::load(source);
   spdlog::info("model loaded in {:.0f} ms ({} words, device {})", captioner->load_ms(), captioner->vocabulary().size(), source.device);
-  std::string note;
-  const Precision precision = effective_precision(parse_precision(args.precision, runtime.device), runtime.device, &note);
-  if (!note.empty()) spdlog::warn("--precision {}: {}", args.precision, note);
+  const Precision precision = precision_to_run(args.precision, runtime.device);
   captioner->set_precision(precision);
   if (precision != Precision::FP32) spdlog::info("matrix products in {}", precision_name(precision));
   return captioner;

@@ -13,6 +13,7 @@
 #include "expnet/decode/captioner.h"
 #include "expnet/decode/carried_decoding.h"
 #include "expnet/decode/decoding.h"
+#include "expnet/model/precision.h"
 #include "expnet/system/system.h"
 
 namespace expnet::cli {
@@ -42,6 +43,9 @@ struct DecodeArgs {
 };
 
 void add_model_options(CLI::App* command, ModelArgs& args);
+// --precision NAME as it will run on `device` (effective_precision): fp32,
+// with a warning saying why, where the device lacks the one asked for.
+Precision precision_to_run(const std::string& name, const std::string& device);
 void add_decode_options(CLI::App* command, DecodeArgs& args);
 std::unique_ptr<Captioner> load_captioner(const ModelArgs& args, const RuntimeOptions& runtime);
 

@@ -5,9 +5,6 @@
 #include <ATen/core/stack.h>
 #include <torch/torch.h>
 
-#include <algorithm>
-#include <stdexcept>
-
 #include "kernels/cpu/few_rows_linear.h"
 
 namespace expnet {
@@ -30,18 +27,6 @@ namespace {
 
 c10::OperatorHandle quantized_op(const char* name) {
   return c10::Dispatcher::singleton().findSchemaOrThrow(name, "");
-}
-
-// oneDNN where LibTorch has it (the fastest here), else FBGEMM/x86.
-void choose_quantized_engine() {
-  auto& context = at::globalContext();
-  const auto engines = context.supportedQEngines();
-  for (const auto wanted : {at::QEngine::ONEDNN, at::QEngine::X86, at::QEngine::FBGEMM})
-    if (std::find(engines.begin(), engines.end(), wanted) != engines.end()) {
-      if (context.qEngine() != wanted) context.setQEngine(wanted);
-      return;
-    }
-  throw std::runtime_error("int8: this LibTorch has no oneDNN or FBGEMM quantised engine; use --precision fp32 or bf16");
 }
 
 }  // namespace
@@ -69,7 +54,7 @@ void LinearImpl::set_precision(Precision precision) {
   torch::NoGradGuard no_grad;
   if (precision == Precision::INT8) {
     if (!weight.device().is_cpu()) return;  // effective_precision says int8 is CPU-only
-    choose_quantized_engine();
+    use_int8_engine();
     const auto w = weight.detach().contiguous();
     // Symmetric per output channel: scale = max |w| / 127, zero point 0.
     const auto scales = w.abs().amax(1).clamp_min(1e-12).div(127.0).to(torch::kDouble);
@@ -91,19 +76,19 @@ void LinearImpl::set_precision(Precision precision) {
   }
 }
 
+bool LinearImpl::weights_unchanged() const {
+  return static_cast<int64_t>(weight._version()) == weight_version_ &&
+         (!bias.defined() || static_cast<int64_t>(bias._version()) == bias_version_);
+}
+
 bool LinearImpl::takes_int8(const torch::Tensor& x) const {
   if (int8_packed_.isNone() || x.scalar_type() != torch::kFloat || x.dim() < 1 || !x.device().is_cpu()) return false;
   if (torch::GradMode::is_enabled() && !c10::InferenceMode::is_enabled()) return false;  // training: float32
-  if (static_cast<int64_t>(weight._version()) != weight_version_ ||
-      (bias.defined() && static_cast<int64_t>(bias._version()) != bias_version_))
-    return false;  // changed since set_precision: the packed weights are stale
+  if (!weights_unchanged()) return false;  // changed since set_precision: the packed weights are stale
   return x.size(-1) == in_features && x.numel() / in_features >= kReducedMinRows;
 }
 
-bool LinearImpl::bf16_current() const {
-  return weight_bf16_.defined() && static_cast<int64_t>(weight._version()) == weight_version_ &&
-         (!bias.defined() || static_cast<int64_t>(bias._version()) == bias_version_);
-}
+bool LinearImpl::bf16_current() const { return weight_bf16_.defined() && weights_unchanged(); }
 
 bool LinearImpl::bf16_copy_fresh(const torch::Tensor& x) const {
   if (!bf16_current() || x.dim() < 1) return false;  // changed since set_precision: the copy is stale

@@ -2,8 +2,10 @@
 
 #include <ATen/Context.h>
 
+#include <algorithm>
 #include <cstdlib>
 #include <fstream>
+#include <optional>
 #include <sstream>
 #include <stdexcept>
 
@@ -20,6 +22,15 @@ std::string cpu_flags() {
 }
 
 bool has_flag(const std::string& flags, const std::string& flag) { return flags.find(" " + flag + " ") != std::string::npos; }
+
+// The quantised engine for int8 Linears: oneDNN where LibTorch has it (the
+// fastest here), else FBGEMM/x86; QNNPACK alone is slower than fp32.
+std::optional<at::QEngine> int8_engine() {
+  const auto engines = at::globalContext().supportedQEngines();
+  for (const auto wanted : {at::QEngine::ONEDNN, at::QEngine::X86, at::QEngine::FBGEMM})
+    if (std::find(engines.begin(), engines.end(), wanted) != engines.end()) return wanted;
+  return std::nullopt;
+}
 
 }  // namespace
 
@@ -65,13 +76,19 @@ bool int8_is_available(const std::string& device, std::string* why) {
     if (why) *why = "int8: LibTorch's quantised Linear runs on the CPU only";
     return false;
   }
-  for (const auto engine : at::globalContext().supportedQEngines())
-    if (engine == at::QEngine::ONEDNN || engine == at::QEngine::FBGEMM || engine == at::QEngine::X86) {
-      if (why) *why = "int8: LibTorch's quantised engine " + std::string(engine == at::QEngine::ONEDNN ? "oneDNN" : "FBGEMM/x86");
-      return true;
-    }
+  if (const auto engine = int8_engine()) {
+    if (why) *why = "int8: LibTorch's quantised engine " + std::string(*engine == at::QEngine::ONEDNN ? "oneDNN" : "FBGEMM/x86");
+    return true;
+  }
   if (why) *why = "int8: this LibTorch has no oneDNN or FBGEMM quantised engine (QNNPACK alone is slower than fp32 here)";
   return false;
+}
+
+void use_int8_engine() {
+  const auto engine = int8_engine();
+  if (!engine)
+    throw std::runtime_error("int8: this LibTorch has no oneDNN or FBGEMM quantised engine; use --precision fp32 or bf16");
+  if (at::globalContext().qEngine() != *engine) at::globalContext().setQEngine(*engine);
 }
 
 Precision effective_precision(Precision requested, const std::string& device, std::string* note) {

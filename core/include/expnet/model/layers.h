@@ -60,6 +60,8 @@ class LinearImpl : public torch::nn::Module {
   // The weight laid out for decoding steps of several images, made on first use.
   std::shared_ptr<PackedWeightCache> packed_weight_;
   bool takes_int8(const torch::Tensor& x) const;
+  // The weight and bias versions are those set_precision copied or packed.
+  bool weights_unchanged() const;
   torch::Tensor weight_bf16_, bias_bf16_;  // undefined but in bf16
   c10::IValue int8_packed_;                // None but in int8
   int64_t weight_version_ = -1, bias_version_ = -1;

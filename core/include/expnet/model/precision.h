@@ -23,6 +23,9 @@ std::vector<std::string> precision_names();  // what parse_precision takes, "aut
 // Whether LibTorch here has a quantised engine for int8 Linears on the CPU
 // (oneDNN, or FBGEMM/x86); `why` receives a sentence.
 bool int8_is_available(const std::string& device, std::string* why = nullptr);
+// Makes that engine LibTorch's current one (int8 Linears are packed for it);
+// throws std::runtime_error when there is none.
+void use_int8_engine();
 
 // Whether bfloat16 matrix products run in hardware on `device`: CUDA, or a CPU
 // reporting avx512_bf16 or amx_bf16 (EXPNET_CPU_BF16=0/1 overrides the CPU's
