@@ -154,7 +154,11 @@ void run(const RuntimeOptions& runtime, const ExplainArgs& args) {
   write_file_atomic((dir / "caption.txt").string(), caption + "\n");
   write_file_atomic((dir / "trace.json").string(), trace_to_json(trace, vocab, args.image, rgb.cols, rgb.rows, caption));
   const int words = write_word_overlays(dir, trace, vocab, rgb);
-  const int statics = write_static_overlays(dir, trace, captioner->config().num_exp_enc_list, rgb);
+  // Static-expansion maps exist only for v2's encoder kind; trace.json holds the others' matrices.
+  const auto& config = captioner->config();
+  const int statics = config.encoder_layer == EncoderLayerKind::StaticExpansion
+                          ? write_static_overlays(dir, trace, config.num_exp_enc_list, rgb)
+                          : 0;
   spdlog::info("wrote caption.txt, trace.json and {} PNG files to {}", words + statics, args.out);
   std::cout << caption << std::endl;
 }

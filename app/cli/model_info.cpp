@@ -40,6 +40,9 @@ void run(const Options& options) {
                           {"vocab_size", options.vocab_size},
                           {"total_parameters", total},
                           {"pnaic_groups", config.pnaic_groups},
+                          {"encoder_layer", to_string(config.encoder_layer)},
+                          {"decoder_layer", to_string(config.decoder_layer)},
+                          {"notes", config.unused_key_notes()},
                           {"entries", nlohmann::json::array()}};
     for (const auto& e : entries)
       out["entries"].push_back({{"name", e.name},
@@ -63,12 +66,15 @@ void run(const Options& options) {
                                         " groups (pnaic_group_embed; the vocabulary must hold DEL)"
                                   : std::string("AIC (autoregressive)"))
             << "\n";
+  std::cout << "layers: encoder " << to_string(config.encoder_layer) << ", decoder " << to_string(config.decoder_layer)
+            << "\n";
+  for (const auto& note : config.unused_key_notes()) std::cout << "note: " << note << "\n";
 }
 
 const bool registered = register_command({"model-info", 30, [](CLI::App& root) {
   auto [command, options] = add_command<Options>(
       &root, "model-info", "List the state_dict entries and parameter count of a model configuration", run);
-  command->add_option("--model", options->model, "Preset (official, tiny, small) or model config JSON file")
+  command->add_option("--model", options->model, "Preset (official, tiny, small, demo, v1, v1-shapes) or model config JSON file")
       ->capture_default_str();
   command->add_option("--vocab-size", options->vocab_size,
                       "Vocabulary size (not part of the config; 10000 = the released COCO vocabulary)")

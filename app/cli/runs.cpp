@@ -1,4 +1,4 @@
-// expnet runs list | show RUN [--json] | export RUN --csv | --tensorboard DIR: read
+// expnet runs list | show RUN [--json] | table RUN... [--json] | export RUN --csv | --tensorboard DIR: read
 // the training run stores (expnet/train/run_store.h). Without --store, every
 // store this machine knows (expnet/train/run_registry.h: the default store and
 // each run folder's). Safe while a trainer writes.
@@ -12,6 +12,7 @@
 #include "expnet/train/run_lock.h"
 #include "expnet/train/run_registry.h"
 #include "expnet/train/run_store.h"
+#include "expnet/train/runs_table.h"
 #include "expnet/train/tfevents_writer.h"
 
 namespace expnet::cli {
@@ -20,6 +21,7 @@ namespace {
 struct Options {
   std::string store;  // empty: every known store
   std::string run;
+  std::vector<std::string> runs;  // table: names, or prefixes ending in '*'
   bool json = false, csv = false;
   std::string tensorboard;  // export: folder for the event file (empty: not asked)
 };
@@ -154,6 +156,33 @@ void export_run(const Options& o) {
             << " records (tensorboard --logdir " << o.tensorboard << ")" << std::endl;
 }
 
+// Each RUN (or every run whose name starts with PREFIX for "PREFIX*"), in the order given.
+void table(const Options& o) {
+  std::vector<RunsTableRow> rows;
+  for (const auto& name : o.runs) {
+    if (name.empty() || name.back() != '*') {
+      Options one = o;
+      one.run = name;
+      const auto located = locate(one);
+      rows.push_back(runs_table_row(*located.store, located.info,
+                                    run_status(located.info, run_is_live(located.store->path(), located.info.id))));
+      continue;
+    }
+    const std::string prefix = name.substr(0, name.size() - 1);
+    size_t matched = 0;
+    for (const auto& path : store_paths(o)) {
+      const RunStore store(path, RunStore::Open::existing);
+      for (const auto& r : store.list_runs())
+        if (r.name.rfind(prefix, 0) == 0) {
+          rows.push_back(runs_table_row(store, r, run_status(r, run_is_live(path, r.id))));
+          ++matched;
+        }
+    }
+    if (matched == 0) throw std::runtime_error("no run's name starts with '" + prefix + "' (see `expnet runs list`)");
+  }
+  std::cout << (o.json ? runs_table_json(rows) + "\n" : runs_table_text(rows)) << std::flush;
+}
+
 // A `runs` subcommand reading the store that --store names (else every known store).
 std::pair<CLI::App*, Options*> add_runs_command(CLI::App* runs, const std::string& name, const std::string& description,
                                                 void (*run)(const Options&)) {
@@ -174,6 +203,13 @@ const bool registered = register_command({"runs", 60, [](CLI::App& root) {
     auto [command, o] = add_runs_command(runs, "show", "Show a run: stages, last step, validation metrics per epoch", show);
     command->add_option("RUN", o->run, "Run name (or id with --store)")->required();
     command->add_flag("--json", o->json, "One compact JSON object");
+  }
+  {
+    auto [command, o] = add_runs_command(
+        runs, "table", "Runs side by side: layer kinds, best BLEU-1..4, ROUGE-L, CIDEr-D, parameters, images/s", table);
+    command->add_option("RUN", o->runs, "Run names (or ids with --store); NAME* = every run whose name starts with NAME")
+        ->required();
+    command->add_flag("--json", o->json, "One JSON array");
   }
   {
     auto [command, o] = add_runs_command(runs, "export", "Export a run's steps and validation metrics", export_run);

@@ -1,21 +1,27 @@
 // expnet train --config FILE.json | --preset NAME [--out DIR] [--resume]:
 // runs the staged training recipe (expnet/train/trainer.h, docs/training.md).
+// expnet train --ablation FILE.json: one run per variant (expnet/train/ablation.h).
 #include <nlohmann/json.hpp>
 
 #include <fstream>
+#include <optional>
 #include <iostream>
 #include <sstream>
 
 #include "command.h"
+#include "expnet/train/ablation.h"
 #include "expnet/train/launch.h"
 #include "expnet/system/paths.h"
+#include "expnet/train/run_lock.h"
+#include "expnet/train/run_store.h"
+#include "expnet/train/runs_table.h"
 #include "expnet/train/trainer.h"
 
 namespace expnet::cli {
 namespace {
 
 struct Options {
-  std::string config, preset, out, store, name;
+  std::string config, preset, out, store, name, ablation;
   bool resume = false, no_progress = false, json = false, print_config = false, autocast = false;
   int nproc = 0;
   double dist_timeout = 60;
@@ -31,7 +37,7 @@ struct ForwardedOption {
 };
 const ForwardedOption kForwarded[] = {
     {"--config", &Options::config, nullptr, "Training config JSON (schema in docs/training.md)"},
-    {"--preset", &Options::preset, nullptr, "Built-in recipe: paper, shapes-demo, shapes-pnaic-k2 or shapes-pnaic-k5"},
+    {"--preset", &Options::preset, nullptr, "Built-in recipe: paper, shapes-demo, shapes-ablation, shapes-pnaic-k2 or shapes-pnaic-k5"},
     {"--store", &Options::store, nullptr, "Run store file (default: <run folder>/runs.sqlite)"},
     {"--name", &Options::name, nullptr, "Run name (default: the config's name)"},
     {"--resume", nullptr, &Options::resume, "Continue the run in --out exactly where its last checkpoint left it"},
@@ -61,8 +67,66 @@ void launch(const RuntimeOptions& runtime, const Options& o, const std::string& 
                              std::to_string(status) + "); its error is above");
 }
 
+// The run of that name in the variant's store: finished runs are kept, others continue (--resume).
+std::optional<RunInfo> existing_run(const std::string& store_path, const std::string& name, bool* live) {
+  if (run_store_file_version(store_path) <= 0) return std::nullopt;
+  const RunStore store(store_path, RunStore::Open::existing);
+  auto info = store.find_run_by_name(name);
+  if (info) *live = run_is_live(store.path(), info->id);
+  return info;
+}
+
+// Each variant in turn, into <out or data dir/runs>/<run name>; an interrupted
+// ablation continues where it stopped. Ends with the table of all variants.
+void run_ablation(const RuntimeOptions& runtime, const Options& o) {
+  if (!o.config.empty() || !o.preset.empty() || !o.name.empty() || o.nproc > 0 || o.resume)
+    throw std::runtime_error("expnet train --ablation: the file names the recipe and the runs; drop --config, --preset, "
+                             "--name, --nproc and --resume (an interrupted ablation continues by itself)");
+  const auto plan = read_ablation(o.ablation);
+  const std::string root = o.out.empty() ? ensure_dir(data_dir() + "/runs") : ensure_dir(o.out);
+  std::vector<std::pair<std::string, std::string>> runs;  // store, name
+  for (size_t i = 0; i < plan.variants.size(); ++i) {
+    const auto& variant = plan.variants[i];
+    TrainOptions t;
+    t.out_dir = root + "/" + variant.config.name;
+    t.store_path = o.store;
+    t.autocast = o.autocast;
+    t.progress = !o.no_progress;
+    t.device = runtime.device.empty() ? "cpu" : runtime.device;
+    const std::string store = o.store.empty() ? t.out_dir + "/runs.sqlite" : o.store;
+    runs.emplace_back(store, variant.config.name);
+    bool live = false;
+    const auto existing = existing_run(store, variant.config.name, &live);
+    if (existing && live)
+      throw std::runtime_error("ablation: run '" + variant.config.name + "' is being trained by another process");
+    if (existing && existing->status == "finished") {
+      std::cerr << "ablation " << plan.name << ": variant " << (i + 1) << "/" << plan.variants.size() << " '"
+                << variant.name << "' already trained (run " << variant.config.name << ")\n";
+      continue;
+    }
+    t.resume = existing.has_value();
+    std::cerr << "ablation " << plan.name << ": variant " << (i + 1) << "/" << plan.variants.size() << " '"
+              << variant.name << "' -> " << t.out_dir << (t.resume ? " (continuing)" : "") << "\n";
+    const auto outcome = run_training(variant.config, t);
+    if (outcome.status != "finished") {
+      std::cerr << "ablation " << plan.name << ": stopped during '" << variant.name
+                << "'; run the same command again to continue\n";
+      set_exit_code(130);
+      return;
+    }
+  }
+  std::vector<RunsTableRow> rows;
+  for (const auto& [store_path, name] : runs) {
+    const RunStore store(store_path, RunStore::Open::existing);
+    const auto info = store.find_run(name);
+    rows.push_back(runs_table_row(store, info, run_status(info, run_is_live(store.path(), info.id))));
+  }
+  std::cout << (o.json ? runs_table_json(rows) + "\n" : runs_table_text(rows)) << std::flush;
+}
+
 void run(const RuntimeOptions& runtime, const Options& o) {
   apply_runtime(runtime);
+  if (!o.ablation.empty()) return run_ablation(runtime, o);
   if (o.config.empty() == o.preset.empty()) throw std::runtime_error("expnet train: give exactly one of --config FILE or --preset NAME");
   TrainConfig config;
   if (!o.config.empty()) {
@@ -115,7 +179,9 @@ const bool registered = register_command({"train", 55, [](CLI::App& root) {
     if (option.text) c->add_option(option.name, (*o).*option.text, option.help);
     if (option.flag) c->add_flag(option.name, (*o).*option.flag, option.help);
   }
-  c->add_option("--out", o->out, "Run folder (default: <data dir>/runs/<name>)");
+  c->add_option("--out", o->out, "Run folder (default: <data dir>/runs/<name>); with --ablation, the folder of the runs");
+  c->add_option("--ablation", o->ablation,
+                "Ablation file: one run per variant of a base recipe, then their table (docs/training.md, \"Ablations\")");
   c->add_flag("--print-config", o->print_config, "Print the resolved config JSON and exit");
   c->add_option("--nproc", o->nproc, "Data-parallel training in N local processes (Gloo on loopback, 1 thread each by default)")
       ->check(CLI::Range(1, 256));

@@ -61,7 +61,7 @@ class TestCompletion : public QObject {
 
   void completesSubcommands() {
     QCOMPARE(completions({"expnet", "ca"}), QStringList{"caption"});
-    QCOMPARE(completions({"expnet", "runs", ""}), sorted({"list", "show", "export"}));
+    QCOMPARE(completions({"expnet", "runs", ""}), sorted({"list", "show", "table", "export"}));
     QCOMPARE(completions({"expnet", "dataset", ""}), sorted({"stats", "vocab", "make-shapes", "index", "query"}));
     const QStringList top = completions({"expnet", ""});
     for (const char* command : {"caption", "runs", "dataset", "checkpoint", "bench", "completion"})
@@ -78,7 +78,7 @@ class TestCompletion : public QObject {
 
   void optionValuesAreSteppedOver() {
     // "runs" here is --device's value, not the runs subcommand.
-    QCOMPARE(completions({"expnet", "--device", "cpu", "runs", ""}), sorted({"list", "show", "export"}));
+    QCOMPARE(completions({"expnet", "--device", "cpu", "runs", ""}), sorted({"list", "show", "table", "export"}));
     QCOMPARE(completions({"expnet", "caption", "--model", "runs", "--json", "--dec"}), QStringList{"--decoder"});
   }
 

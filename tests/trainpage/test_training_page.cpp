@@ -3,6 +3,7 @@
 // store's rows (read here through RunStore directly, not through the page);
 // Stop leaves a checkpoint, Resume finishes the run; a run folder opens from
 // the store; the studio's --screenshot shows it.
+#include <QComboBox>
 #include <QDir>
 #include <QFile>
 #include <QJsonArray>
@@ -90,6 +91,37 @@ class TestTrainingPage : public QObject {
     const QJsonObject config = page.formConfig(&error);
     QVERIFY2(error.isEmpty(), qPrintable(error));
     QCOMPARE(config.value("dataset").toString(), QString("shapes"));
+  }
+
+  // The recipe form's layer kinds become the model object's keys, checked by the engine.
+  void layerKindsGoIntoTheModel() {
+    StudioContext context;
+    TrainingPage page(&context);
+    QVERIFY(page.setConfigJson(tinyConfig()));
+    auto* encoder = page.findChild<QComboBox*>(QStringLiteral("encoderLayer"));
+    auto* decoder = page.findChild<QComboBox*>(QStringLiteral("decoderLayer"));
+    QVERIFY(encoder && decoder);
+    QCOMPARE(encoder->currentText(), QString("(the model's own)"));
+    encoder->setCurrentText(QStringLiteral("ngsan"));
+    decoder->setCurrentText(QStringLiteral("self_attention"));
+    QString error;
+    QJsonObject model = page.formConfig(&error).value("model").toObject();
+    QVERIFY2(error.isEmpty(), qPrintable(error));
+    QCOMPARE(model.value("encoder_layer").toString(), QString("ngsan"));
+    QCOMPARE(model.value("decoder_layer").toString(), QString("self_attention"));
+    QCOMPARE(model.value("d_model").toInt(), 32);  // the rest is the config's model
+    // One dynamic expansion takes one NE: the groups [4, 8] become [12].
+    encoder->setCurrentText(QStringLiteral("dynamic_expansion"));
+    model = page.formConfig(&error).value("model").toObject();
+    QVERIFY2(error.isEmpty(), qPrintable(error));
+    QCOMPARE(model.value("num_exp_enc_list").toArray(), QJsonArray({12}));
+    // A preset name as the model works too, and a loaded config shows its kinds.
+    page.applyPreset(QStringLiteral("shapes-ablation"));
+    encoder->setCurrentText(QStringLiteral("self_attention"));
+    const QJsonObject config = page.formConfig(&error);
+    QVERIFY2(error.isEmpty(), qPrintable(error));
+    QVERIFY(page.setConfigJson(QJsonDocument(config).toJson()));
+    QCOMPARE(encoder->currentText(), QString("self_attention"));
   }
 
   void badFieldIsRefusedWithTheEnginesMessage() {

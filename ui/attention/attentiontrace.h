@@ -46,6 +46,8 @@ struct AttentionTrace {
   std::vector<TraceExpansion> decoder;  // Dynamic Expansion per decoder layer
   std::vector<int> groups;      // Static Expansion group sizes (num_exp_enc_list)
   int decoderSlots = 0;         // Dynamic Expansion slots per position (num_exp_dec)
+  // Why encoder / decoder is empty for a model of other layer kinds (empty: not missing).
+  QString encoderMissing, decoderMissing;
   double traceMs = 0;           // decode + traced forward, milliseconds
 
   static constexpr int kDisplaySide = 1024;

@@ -29,6 +29,13 @@ TraceExpansion toExpansion(const expnet::ExpansionTrace& e) {
   return {toMatrix(e.z), toMatrix(e.forward_a), toMatrix(e.forward_b), toMatrix(e.backward_a), toMatrix(e.backward_b)};
 }
 
+// Why an expansion tab is empty for a model of other layer kinds (docs/model.md, "Layer kinds").
+QString noMapsFor(const char* part, const std::string& kind) {
+  return QStringLiteral("This model's %1 layers are \"%2\": no expansion map to show here "
+                        "(`expnet explain` writes their matrices to trace.json)")
+      .arg(QLatin1String(part), QString::fromStdString(kind));
+}
+
 // Overlays are drawn at most kDisplaySide pixels on the longest side: a
 // 12-megapixel photo would cost the UI thread far more than it can show.
 cv::Mat displayImage(const cv::Mat& rgb) {
@@ -91,8 +98,15 @@ void AttentionWorker::trace(std::shared_ptr<expnet::Captioner> captioner, const 
     out->heads = int(trace.cross_attention.size(2));
     const at::Tensor cross = trace.cross_attention.contiguous();
     out->cross.assign(cross.data_ptr<float>(), cross.data_ptr<float>() + cross.numel());
-    for (const auto& layer : trace.encoder) out->encoder.push_back(toExpansion(layer));
-    for (const auto& layer : trace.decoder) out->decoder.push_back(toExpansion(layer));
+    const auto& config = captioner->config();
+    const bool staticEncoder = config.encoder_layer == expnet::EncoderLayerKind::StaticExpansion;
+    const bool dynamicDecoder = config.decoder_layer == expnet::DecoderLayerKind::DynamicExpansion;
+    if (staticEncoder)
+      for (const auto& layer : trace.encoder) out->encoder.push_back(toExpansion(layer));
+    if (dynamicDecoder)
+      for (const auto& layer : trace.decoder) out->decoder.push_back(toExpansion(layer));
+    out->encoderMissing = staticEncoder ? QString() : noMapsFor("encoder", expnet::to_string(config.encoder_layer));
+    out->decoderMissing = dynamicDecoder ? QString() : noMapsFor("decoder", expnet::to_string(config.decoder_layer));
     for (const int64_t g : captioner->config().num_exp_enc_list) out->groups.push_back(int(g));
     out->decoderSlots = int(captioner->config().num_exp_dec);
     out->traceMs = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();

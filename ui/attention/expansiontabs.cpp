@@ -149,7 +149,9 @@ int ExpansionTabs::staticGroup() const { return staticGroup_->currentIndex(); }
 int ExpansionTabs::slot() const { return slot_->value(); }
 
 void ExpansionTabs::updateStaticMap() {
-  if (!trace_ || trace_->encoder.empty()) return staticPlot_->clearMatrix(QStringLiteral("No trace yet"));
+  if (!trace_ || trace_->encoder.empty())
+    return staticPlot_->clearMatrix(trace_ && !trace_->encoderMissing.isEmpty() ? trace_->encoderMissing
+                                                                               : QStringLiteral("No trace yet"));
   const int layer = std::max(0, staticLayer_->currentIndex()), group = std::max(0, staticGroup_->currentIndex());
   const int direction = staticDirection_->currentIndex(), stream = staticStream_->currentIndex();
   const int start = groupStart(*trace_, group), size = trace_->groups.at(size_t(group));
@@ -189,7 +191,9 @@ void ExpansionTabs::updateStaticMap() {
 }
 
 void ExpansionTabs::updateDynamicMap() {
-  if (!trace_ || trace_->decoder.empty()) return dynamicPlot_->clearMatrix(QStringLiteral("No trace yet"));
+  if (!trace_ || trace_->decoder.empty())
+    return dynamicPlot_->clearMatrix(trace_ && !trace_->decoderMissing.isEmpty() ? trace_->decoderMissing
+                                                                                : QStringLiteral("No trace yet"));
   const int layer = std::max(0, dynamicLayer_->currentIndex());
   const int direction = dynamicDirection_->currentIndex(), stream = dynamicStream_->currentIndex();
   const TraceMatrix& m = expansionMatrix(trace_->decoder.at(size_t(layer)), direction, stream);

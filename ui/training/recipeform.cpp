@@ -15,7 +15,9 @@
 #include <QTableWidget>
 #include <QVBoxLayout>
 
+#include <algorithm>
 #include <climits>
+#include <numeric>
 
 #include "common/actionbutton.h"
 #include "common/browsebutton.h"
@@ -34,6 +36,21 @@ const std::vector<expnet::ConfigFieldInfo>& stageFields() {
 }
 int stageFieldCount() { return int(stageFields().size()); }
 const char* kFromConfig = "(the config's own)";
+const char* kFromModel = "(the model's own)";
+
+QComboBox* layerKindBox(const QString& name, const std::vector<std::string>& kinds, const QString& tip) {
+  auto* box = new QComboBox;
+  box->setObjectName(name);
+  box->addItem(QString::fromLatin1(kFromModel));
+  for (const auto& kind : kinds) box->addItem(QString::fromStdString(kind));
+  box->setToolTip(tip);
+  return box;
+}
+
+int kindIndex(const std::vector<std::string>& kinds, const QString& name) {
+  const auto it = std::find(kinds.begin(), kinds.end(), name.toStdString());
+  return int(it - kinds.begin());
+}
 
 QString jsonCell(const QJsonValue& v) {
   if (v.isString()) return v.toString();
@@ -96,6 +113,16 @@ RecipeForm::RecipeForm() {
   for (const auto& name : expnet::model_preset_names()) model_->addItem(QString::fromStdString(name));
   model_->setToolTip(QStringLiteral("Model preset (docs/model.md), or the model object of the preset / loaded config"));
   form->addRow(QStringLiteral("Model"), model_);
+  encoderLayer_ = layerKindBox(QStringLiteral("encoderLayer"), expnet::encoder_layer_names(),
+                               QStringLiteral("What mixes the sequence in each encoder layer (docs/model.md, \"Layer "
+                                              "kinds\"): static_expansion (v2), dynamic_expansion (v1; one NE, the "
+                                              "model's expansion groups summed), self_attention (base Transformer), "
+                                              "ngsan (NG-SAN's normalised, geometry-aware self-attention)"));
+  form->addRow(QStringLiteral("Encoder layers"), encoderLayer_);
+  decoderLayer_ = layerKindBox(QStringLiteral("decoderLayer"), expnet::decoder_layer_names(),
+                               QStringLiteral("What mixes the words in each decoder layer: dynamic_expansion (v2) or "
+                                              "self_attention (base Transformer)"));
+  form->addRow(QStringLiteral("Decoder layers"), decoderLayer_);
   seed_ = integerField(QString(), 0, INT_MAX, 1, {},
                        QStringLiteral("Seed of initialisation, dropout, sampling and loader shuffling"));
   form->addRow(QStringLiteral("Seed"), seed_);
@@ -158,6 +185,9 @@ bool RecipeForm::setConfigJson(const QByteArray& json, QString* error) {
   shapesImages_->setValue(config.value(QStringLiteral("shapes_images")).toInt(1500));
   const QJsonValue model = config.value(QStringLiteral("model"));
   model_->setCurrentText(model.isString() ? model.toString() : QString::fromLatin1(kFromConfig));
+  const QJsonObject modelObject = model.toObject();
+  encoderLayer_->setCurrentText(modelObject.value(QStringLiteral("encoder_layer")).toString(QString::fromLatin1(kFromModel)));
+  decoderLayer_->setCurrentText(modelObject.value(QStringLiteral("decoder_layer")).toString(QString::fromLatin1(kFromModel)));
   seed_->setValue(config.value(QStringLiteral("seed")).toInt(1));
   validationImages_->setValue(config.value(QStringLiteral("validation_images")).toInt(100));
   fillStages(config.value(QStringLiteral("stages")).toArray());
@@ -216,6 +246,7 @@ QJsonObject RecipeForm::config(QString* error) const {
     return {};
   }
   config.insert(QStringLiteral("stages"), stageList);
+  if (!applyLayerKinds(config, error)) return {};
   if (name_->text().trimmed().isEmpty()) {
     *error = QStringLiteral("give the run a name");
     return {};
@@ -228,6 +259,36 @@ QJsonObject RecipeForm::config(QString* error) const {
     return {};
   }
   return config;
+}
+
+bool RecipeForm::applyLayerKinds(QJsonObject& config, QString* error) const {
+  const QString encoder = encoderLayer_->currentText(), decoder = decoderLayer_->currentText();
+  const QString own = QString::fromLatin1(kFromModel);
+  if (encoder == own && decoder == own) return true;
+  const QJsonValue model = config.value(QStringLiteral("model"));
+  if (!model.isString() && !model.isObject()) {
+    *error = QStringLiteral("the layer kinds change a model, and this recipe names none (a PNAIC run takes its "
+                            "teacher's): set Encoder and Decoder layers to \"%1\"").arg(own);
+    return false;
+  }
+  try {
+    expnet::ModelConfig m =
+        model.isString() ? expnet::resolve_model_config(model.toString().toStdString())
+                         : expnet::ModelConfig::from_json(QJsonDocument(model.toObject()).toJson().toStdString(), "the form's model");
+    if (encoder != own) {
+      m.encoder_layer = expnet::EncoderLayerKind(kindIndex(expnet::encoder_layer_names(), encoder));
+      // One dynamic expansion has one NE: the static groups' slots together.
+      if (m.encoder_layer == expnet::EncoderLayerKind::DynamicExpansion && m.num_exp_enc_list.size() > 1)
+        m.num_exp_enc_list = {std::accumulate(m.num_exp_enc_list.begin(), m.num_exp_enc_list.end(), int64_t{0})};
+    }
+    if (decoder != own) m.decoder_layer = expnet::DecoderLayerKind(kindIndex(expnet::decoder_layer_names(), decoder));
+    m.validate("the form's model");
+    config.insert(QStringLiteral("model"), QJsonDocument::fromJson(QByteArray::fromStdString(m.to_json())).object());
+  } catch (const std::exception& e) {
+    *error = QString::fromStdString(e.what());
+    return false;
+  }
+  return true;
 }
 
 void RecipeForm::addStage() {
@@ -296,8 +357,8 @@ int RecipeForm::threads() const { return threads_->value(); }
 void RecipeForm::setThreads(int threads) { threads_->setValue(threads); }
 
 void RecipeForm::setEditable(bool editable) {
-  for (auto* w : std::initializer_list<QWidget*>{preset_, name_, dataset_, shapesImages_, model_, seed_,
-                                                 validationImages_, threads_, stages_})
+  for (auto* w : std::initializer_list<QWidget*>{preset_, name_, dataset_, shapesImages_, model_, encoderLayer_,
+                                                 decoderLayer_, seed_, validationImages_, threads_, stages_})
     w->setEnabled(editable);
 }
 
@@ -306,5 +367,7 @@ QJsonObject RecipeForm::describe() const {
                      {"name", name_->text()},
                      {"dataset", dataset_->text()},
                      {"model", model_->currentText()},
+                     {"encoder_layer", encoderLayer_->currentText()},
+                     {"decoder_layer", decoderLayer_->currentText()},
                      {"stages", stages_->columnCount()}};
 }

@@ -1,6 +1,6 @@
 // The Training page's recipe: a built-in preset or a loaded config file fills
-// the fields (run name, dataset, model, seed, validation images, trainer
-// threads) and the stages table (one column per stage, one row per field of
+// the fields (run name, dataset, model and its layer kinds, seed, validation
+// images, trainer threads) and the stages table (one column per stage, one row per field of
 // docs/training.md); config() turns them back into a training config, checked
 // by the engine's own parser.
 #pragma once
@@ -51,6 +51,8 @@ class RecipeForm : public QWidget {
   QWidget* buildStagesBox();
   void fillStages(const QJsonArray& stages);
   QJsonArray stages(QString* error) const;
+  // The chosen layer kinds written into the model (then an object); false with `error` set when it cannot be.
+  bool applyLayerKinds(QJsonObject& config, QString* error) const;
   void addStage();
   void removeStage();
   void renumberStages();
@@ -62,6 +64,8 @@ class RecipeForm : public QWidget {
   QLineEdit* dataset_;
   QSpinBox* shapesImages_;
   QComboBox* model_;
+  QComboBox* encoderLayer_;  // "(the model's own)" or an encoder_layer kind
+  QComboBox* decoderLayer_;
   QSpinBox* seed_;
   QSpinBox* validationImages_;
   QSpinBox* threads_;

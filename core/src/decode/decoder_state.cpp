@@ -26,9 +26,10 @@ DecoderState::DecoderState(ExpansionNet model, const torch::Tensor& enc_out, boo
     CrossAttentionCache cache;
     cache.keys_t = layer->mha->project_keys(enc_out).transpose(2, 3).contiguous();
     cache.values = layer->mha->project_values(enc_out).contiguous();
-    cache.stacked_inputs = layer->dyn_exp->stacked_inputs();
+    if (layer->dyn_exp) cache.stacked_inputs = layer->dyn_exp->stacked_inputs();
     layers_.push_back(std::move(cache));
   }
+  self_attention_.resize(layers_.size());
   const bool fused = cpu_kernels && enc_out.device().is_cpu() && enc_out.scalar_type() == torch::kFloat;
   caches_ = fused ? make_fused_cpu_caches(layers_.size(), rows_.images, model_->config().max_seq_len)
                   : make_tensor_caches(*model_, enc_out.options());
@@ -52,7 +53,10 @@ torch::Tensor DecoderState::step_hidden(const torch::Tensor& tokens) {
   for (size_t l = 0; l < layers_.size(); ++l) {
     auto& layer = *model_->decoders[l];
     auto& cache = layers_[l];
-    {
+    if (layer.self_att) {
+      RECORD_USER_SCOPE("expnet::decoder_step.self_attention");
+      y = y + layer.self_att->step(layer.norm_1(y), self_attention_[l]);
+    } else {
       RECORD_USER_SCOPE("expnet::decoder_step.dynamic_expansion");
       // The new position's five linear outputs in one matmul.
       const auto x = layer.norm_1(y);
@@ -84,6 +88,7 @@ void DecoderState::reorder(const torch::Tensor& indices) {
     throw std::invalid_argument("DecoderState::reorder: index outside 0.." + std::to_string(rows() - 1));
   const int64_t R = idx.numel();
   caches_->reorder(idx, length_);
+  for (auto& cache : self_attention_) cache.reorder(idx);
   rows_.row_image = rows_.row_image.index_select(0, idx);
   const auto images_on_host = rows_.row_image.to(torch::kCPU);
   rows_.on_host.assign(images_on_host.data_ptr<int64_t>(), images_on_host.data_ptr<int64_t>() + R);

@@ -41,7 +41,9 @@ class TensorCaches final : public StepCaches {
  public:
   TensorCaches(const ExpansionNetImpl& model, const torch::TensorOptions& options)
       : options_(options), max_positions_(model.config().max_seq_len) {
-    for (const auto& layer : model.decoders) layers_.push_back({layer->dyn_exp->d_model, layer->dyn_exp->num_exp});
+    // A self-attention decoder (no expansion) keeps its keys/values in DecoderState.
+    for (const auto& layer : model.decoders)
+      if (layer->dyn_exp) layers_.push_back({layer->dyn_exp->d_model, layer->dyn_exp->num_exp});
     rows_.resize(layers_.size());
   }
 

@@ -94,18 +94,6 @@ torch::Tensor StaticExpansionImpl::forward(const torch::Tensor& x, ExpansionTrac
   return selector * out_a + (1 - selector) * out_b;
 }
 
-EncoderLayerImpl::EncoderLayerImpl(int64_t d_model, int64_t d_ff, const std::vector<int64_t>& groups) {
-  norm_1 = register_module("norm_1", LayerNorm(d_model));
-  norm_2 = register_module("norm_2", LayerNorm(d_model));
-  stc_exp = register_module("stc_exp", StaticExpansion(d_model, groups));
-  ff = register_module("ff", FeedForward(d_model, d_ff));
-}
-
-torch::Tensor EncoderLayerImpl::forward(const torch::Tensor& x, ExpansionTrace* trace) {
-  const bool training = is_training();
-  auto out = x + apply_dropout(stc_exp->forward(norm_1(x), trace), this->dropout, training);
-  return out + apply_dropout(ff(norm_2(out)), this->dropout, training);
-}
 
 // ---------------------------------------------------------------- dynamic expansion
 
@@ -219,22 +207,79 @@ torch::Tensor CrossAttentionImpl::attend(const torch::Tensor& q, const torch::Te
   return out_linear(out);
 }
 
+// ---------------------------------------------------------------- encoder layer
+
+EncoderLayerImpl::EncoderLayerImpl(const ModelConfig& config) {
+  const int64_t d = config.d_model;
+  norm_1 = register_module("norm_1", LayerNorm(d));
+  norm_2 = register_module("norm_2", LayerNorm(d));
+  switch (config.encoder_layer) {
+    case EncoderLayerKind::StaticExpansion:
+      stc_exp = register_module("stc_exp", StaticExpansion(d, config.num_exp_enc_list));
+      break;
+    case EncoderLayerKind::DynamicExpansion:  // validate(): one coefficient
+      dyn_exp = register_module("dyn_exp", DynamicExpansion(d, config.num_exp_enc_list.front()));
+      break;
+    case EncoderLayerKind::SelfAttention:
+      self_att = register_module("self_att", SelfAttention(d, config.num_heads, SelfAttentionImpl::Options{}));
+      break;
+    case EncoderLayerKind::NgSan: {
+      const int64_t side = static_cast<int64_t>(std::lround(std::sqrt(static_cast<double>(config.feature_tokens()))));
+      self_att =
+          register_module("self_att", SelfAttention(d, config.num_heads, SelfAttentionImpl::Options{true, side}));
+      break;
+    }
+  }
+  ff = register_module("ff", FeedForward(d, config.ff));
+}
+
+torch::Tensor EncoderLayerImpl::forward(const torch::Tensor& x, ExpansionTrace* trace) {
+  const bool training = is_training();
+  const auto in = norm_1(x);
+  torch::Tensor mixed;
+  if (stc_exp) {
+    mixed = stc_exp->forward(in, trace);
+  } else if (dyn_exp) {
+    const auto all_visible = torch::ones({x.size(1), x.size(1)}, x.options().dtype(torch::kBool));
+    mixed = dyn_exp->forward(in, all_visible, trace);
+  } else {
+    if (trace) *trace = {};
+    mixed = self_att->forward(in, {}, trace ? &trace->self_attention : nullptr);
+  }
+  auto out = x + apply_dropout(mixed, this->dropout, training);
+  return out + apply_dropout(ff(norm_2(out)), this->dropout, training);
+}
+
 // ---------------------------------------------------------------- decoder layer
 
-DecoderLayerImpl::DecoderLayerImpl(int64_t d_model, int64_t heads, int64_t d_ff, int64_t num_exp) {
-  norm_1 = register_module("norm_1", LayerNorm(d_model));
-  norm_2 = register_module("norm_2", LayerNorm(d_model));
-  norm_3 = register_module("norm_3", LayerNorm(d_model));
-  mha = register_module("mha", CrossAttention(d_model, heads));
-  dyn_exp = register_module("dyn_exp", DynamicExpansion(d_model, num_exp));
-  ff = register_module("ff", FeedForward(d_model, d_ff));
+DecoderLayerImpl::DecoderLayerImpl(const ModelConfig& config) {
+  const int64_t d = config.d_model;
+  norm_1 = register_module("norm_1", LayerNorm(d));
+  norm_2 = register_module("norm_2", LayerNorm(d));
+  norm_3 = register_module("norm_3", LayerNorm(d));
+  mha = register_module("mha", CrossAttention(d, config.num_heads));
+  if (config.decoder_layer == DecoderLayerKind::DynamicExpansion)
+    dyn_exp = register_module("dyn_exp", DynamicExpansion(d, config.num_exp_dec));
+  else
+    self_att = register_module("self_att", SelfAttention(d, config.num_heads, SelfAttentionImpl::Options{}));
+  ff = register_module("ff", FeedForward(d, config.ff));
 }
 
 torch::Tensor DecoderLayerImpl::forward(const torch::Tensor& x, const torch::Tensor& cross_keys,
                                         const torch::Tensor& cross_values, const torch::Tensor& self_mask,
                                         const torch::Tensor& cross_mask, DecoderLayerTrace* trace) {
-  auto out = x + apply_dropout(dyn_exp->forward(norm_1(x), self_mask, trace ? &trace->expansion : nullptr),
-                               this->dropout, is_training());
+  torch::Tensor mixed;
+  if (dyn_exp) {
+    mixed = dyn_exp->forward(norm_1(x), self_mask, trace ? &trace->expansion : nullptr);
+  } else {
+    const int64_t B = x.size(0), T = x.size(1);
+    const auto mask = self_mask.dim() == 2 ? self_mask.unsqueeze(0).expand({B, T, T}) : self_mask;
+    if (mask.dim() != 3 || mask.size(0) != B || mask.size(1) != T || mask.size(2) != T)
+      throw std::invalid_argument("decoder self-mask must be B x T x T = " + std::to_string(B) + "x" +
+                                  std::to_string(T) + "x" + std::to_string(T) + ", got " + shape_text(self_mask));
+    mixed = self_att->forward(norm_1(x), mask, trace ? &trace->expansion.self_attention : nullptr);
+  }
+  auto out = x + apply_dropout(mixed, this->dropout, is_training());
   return cross_and_ff(out, cross_keys, cross_values, cross_mask, trace ? &trace->cross_attention : nullptr);
 }
 
@@ -266,13 +311,13 @@ ExpansionNetImpl::ExpansionNetImpl(const ModelConfig& config, int64_t vocab_size
   swin_transf = register_module("swin_transf", SwinTransformer(config_));
   auto enc_list = register_module("encoders", torch::nn::ModuleList());
   for (int64_t i = 0; i < config_.N_enc; ++i) {
-    EncoderLayer layer(d, config_.ff, config_.num_exp_enc_list);
+    EncoderLayer layer(config_);
     enc_list->push_back(layer);
     encoders.push_back(layer);
   }
   auto dec_list = register_module("decoders", torch::nn::ModuleList());
   for (int64_t i = 0; i < config_.N_dec; ++i) {
-    DecoderLayer layer(d, config_.num_heads, config_.ff, config_.num_exp_dec);
+    DecoderLayer layer(config_);
     dec_list->push_back(layer);
     decoders.push_back(layer);
   }
@@ -431,12 +476,13 @@ void ExpansionNetImpl::set_dropout(const DropoutRates& rates) {
   swin_transf->set_dropout(rates);
   for (auto& layer : encoders) {
     layer->dropout = rates.enc;
-    layer->stc_exp->dropout = rates.enc;
+    if (layer->stc_exp) layer->stc_exp->dropout = rates.enc;
+    if (layer->dyn_exp) layer->dyn_exp->dropout = rates.enc;
     layer->ff->dropout = rates.enc;
   }
   for (auto& layer : decoders) {
     layer->dropout = rates.dec;
-    layer->dyn_exp->dropout = rates.dec;
+    if (layer->dyn_exp) layer->dyn_exp->dropout = rates.dec;
     layer->ff->dropout = rates.dec;
   }
   out_embedder->dropout = rates.dec_input;

@@ -93,6 +93,28 @@ Field pnaic_groups_field() {
           /*optional=*/true};
 }
 
+// A layer kind (ModelConfig::encoder_layer / decoder_layer): optional, absent
+// = v2's kind, written only when it is another.
+template <typename Kind>
+Field layer_kind_field(const char* name, Kind ModelConfig::*member, const std::vector<std::string>& (*names)()) {
+  return {name,
+          [member, names, name](const json& v, ModelConfig& c, const std::string& where) {
+            const auto& allowed = names();
+            const auto it = v.is_string() ? std::find(allowed.begin(), allowed.end(), v.get<std::string>()) : allowed.end();
+            if (it == allowed.end()) {
+              std::string quoted;
+              for (const auto& n : allowed) quoted += (quoted.empty() ? "\"" : ", \"") + n + "\"";
+              throw std::invalid_argument(where + " must be one of " + quoted + " (the " + name +
+                                          " kinds), got " + v.dump());
+            }
+            c.*member = static_cast<Kind>(it - allowed.begin());
+          },
+          [member, names, name](const ModelConfig& c, json& out) {
+            if (c.*member != Kind{}) out[name] = names()[static_cast<size_t>(c.*member)];
+          },
+          /*optional=*/true};
+}
+
 const std::vector<Field>& fields() {
   static const std::vector<Field> table = {
       int_field("swin_img_size", &ModelConfig::swin_img_size),
@@ -122,6 +144,8 @@ const std::vector<Field>& fields() {
       int_field("num_exp_dec", &ModelConfig::num_exp_dec),
       int_field("max_seq_len", &ModelConfig::max_seq_len),
       pnaic_groups_field(),
+      layer_kind_field("encoder_layer", &ModelConfig::encoder_layer, encoder_layer_names),
+      layer_kind_field("decoder_layer", &ModelConfig::decoder_layer, decoder_layer_names),
   };
   return table;
 }
@@ -133,6 +157,33 @@ std::vector<std::string> field_names() {
 }
 
 }  // namespace
+
+const std::vector<std::string>& encoder_layer_names() {
+  static const std::vector<std::string> names{"static_expansion", "dynamic_expansion", "self_attention", "ngsan"};
+  return names;
+}
+
+const std::vector<std::string>& decoder_layer_names() {
+  static const std::vector<std::string> names{"dynamic_expansion", "self_attention"};
+  return names;
+}
+
+std::string to_string(EncoderLayerKind kind) { return encoder_layer_names().at(static_cast<size_t>(kind)); }
+std::string to_string(DecoderLayerKind kind) { return decoder_layer_names().at(static_cast<size_t>(kind)); }
+
+bool has_expansion(EncoderLayerKind kind) {
+  return kind == EncoderLayerKind::StaticExpansion || kind == EncoderLayerKind::DynamicExpansion;
+}
+bool has_expansion(DecoderLayerKind kind) { return kind == DecoderLayerKind::DynamicExpansion; }
+
+std::vector<std::string> ModelConfig::unused_key_notes() const {
+  std::vector<std::string> notes;
+  if (!has_expansion(encoder_layer))
+    notes.push_back("num_exp_enc_list is unused: encoder_layer \"" + to_string(encoder_layer) + "\" has no expansion");
+  if (!has_expansion(decoder_layer))
+    notes.push_back("num_exp_dec is unused: decoder_layer \"" + to_string(decoder_layer) + "\" has no expansion");
+  return notes;
+}
 
 int64_t ModelConfig::stage_window(int64_t stage) const {
   return std::min(stage_resolution(stage), swin_window_size);
@@ -186,6 +237,13 @@ void ModelConfig::validate(const std::string& source) const {
   if (num_exp_enc_list.empty()) fail("num_exp_enc_list must list at least one group");
   for (size_t i = 0; i < num_exp_enc_list.size(); ++i)
     if (num_exp_enc_list[i] <= 0) fail("num_exp_enc_list[" + std::to_string(i) + "] must be positive");
+  // One dynamic expansion per layer has one NE: a list of groups means nothing to it.
+  if (encoder_layer == EncoderLayerKind::DynamicExpansion && num_exp_enc_list.size() != 1)
+    fail("num_exp_enc_list lists " + std::to_string(num_exp_enc_list.size()) +
+         " groups, but encoder_layer \"dynamic_expansion\" takes exactly one coefficient, its NE (e.g. [16])");
+  if (is_pnaic() && decoder_layer != DecoderLayerKind::DynamicExpansion)
+    fail("pnaic_groups needs decoder_layer \"dynamic_expansion\": PNAIC decoding of a \"" +
+         to_string(decoder_layer) + "\" decoder is not available yet");
   check_size(source);
 }
 
@@ -306,7 +364,7 @@ bool ModelConfig::operator==(const ModelConfig& o) const {
          final_swin_dim == o.final_swin_dim && d_model == o.d_model &&
          N_enc == o.N_enc && N_dec == o.N_dec && ff == o.ff && num_heads == o.num_heads &&
          num_exp_enc_list == o.num_exp_enc_list && num_exp_dec == o.num_exp_dec && max_seq_len == o.max_seq_len &&
-         pnaic_groups == o.pnaic_groups;
+         pnaic_groups == o.pnaic_groups && encoder_layer == o.encoder_layer && decoder_layer == o.decoder_layer;
 }
 
 ModelConfig official_model_config() { return ModelConfig{}; }  // the defaults are the released model
@@ -375,11 +433,29 @@ ModelConfig calibration_model_config() {
   return scaled_config({96, 32, {2, 2, 2}, {1, 2, 4}, 6, 128, 256, 4, {8, 16}, 4, 22});
 }
 
+// v1's captioner (Table 3's best row: static NE=64 encoder, dynamic NE=16
+// decoder) on the released backbone, whose cached features it trains on.
+ModelConfig v1_model_config() {
+  ModelConfig c = official_model_config();
+  c.num_exp_enc_list = {64};
+  c.num_exp_dec = 16;
+  return c;
+}
+
+// v1's layers at the demo model's size: trains here in minutes.
+ModelConfig v1_shapes_model_config() {
+  ModelConfig c = demo_model_config();
+  c.num_exp_enc_list = {64};
+  c.num_exp_dec = 16;
+  return c;
+}
+
 namespace {
 
 const std::vector<std::pair<const char*, ModelConfig (*)()>>& presets() {
   static const std::vector<std::pair<const char*, ModelConfig (*)()>> table = {
-      {"official", official_model_config}, {"tiny", tiny_model_config}, {"small", small_model_config}, {"demo", demo_model_config}};
+      {"official", official_model_config}, {"tiny", tiny_model_config},  {"small", small_model_config},
+      {"demo", demo_model_config},         {"v1", v1_model_config},      {"v1-shapes", v1_shapes_model_config}};
   return table;
 }
 

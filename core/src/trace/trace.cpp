@@ -17,11 +17,14 @@ namespace expnet {
 namespace {
 
 // Drops the batch dimension and moves to CPU float for export.
-at::Tensor unbatched(const at::Tensor& t) { return t.select(0, 0).to(torch::kCPU, torch::kFloat).contiguous(); }
+// Undefined stays undefined (the expansion of a self-attention layer).
+at::Tensor unbatched(const at::Tensor& t) {
+  return t.defined() ? t.select(0, 0).to(torch::kCPU, torch::kFloat).contiguous() : t;
+}
 
 ExpansionTrace unbatched(const ExpansionTrace& t) {
-  return {unbatched(t.z), unbatched(t.forward_a), unbatched(t.forward_b), unbatched(t.backward_a),
-          unbatched(t.backward_b)};
+  return {unbatched(t.z),          unbatched(t.forward_a),  unbatched(t.forward_b),
+          unbatched(t.backward_a), unbatched(t.backward_b), unbatched(t.self_attention)};
 }
 
 nlohmann::json nested(const float* data, const std::vector<int64_t>& shape, size_t dim) {
@@ -43,7 +46,9 @@ nlohmann::json matrix_json(const at::Tensor& t) {
   return {{"shape", shape}, {"data", shape.empty() ? nlohmann::json(c.item<float>()) : nested(c.data_ptr<float>(), shape, 0)}};
 }
 
+// A layer's expansion matrices, or its self-attention weights when it has no expansion.
 nlohmann::json expansion_json(const ExpansionTrace& t) {
+  if (!t.has_expansion()) return {{"self_attention", matrix_json(t.self_attention)}};
   return {{"z", matrix_json(t.z)},
           {"forward_a", matrix_json(t.forward_a)},
           {"forward_b", matrix_json(t.forward_b)},

@@ -23,10 +23,10 @@
 #include "expnet/image/image_decode.h"
 #include "expnet/image/preprocess.h"
 #include "expnet/model/expansion_net.h"
-#include "expnet/model/model_config.h"
 #include "expnet/train/distributed.h"
 #include "expnet/model/pnaic.h"
 #include "expnet/train/lr_schedule.h"
+#include "expnet/train/backbone_init.h"
 #include "expnet/train/pnaic_teacher.h"
 #include "expnet/train/radam.h"
 #include "expnet/train/run_lock.h"
@@ -183,6 +183,9 @@ void Trainer::build_model() {
                  pnaic_->teacher_path, copied, config_.decoder_from_teacher ? "from the teacher" : "fresh");
     pnaic_->teacher.reset();
   }
+  if (!config_.backbone_checkpoint.empty())
+    spdlog::info("backbone from {} ({} tensors)", backbone_checkpoint_path(config_.backbone_checkpoint),
+                 init_backbone_from_checkpoint(*model_, config_.backbone_checkpoint, "run '" + config_.name + "'"));
   if (!config_.init_checkpoint.empty()) {
     // Fine-tuning (e.g. SCST from an XE run's best.pth): every weight must fit.
     const auto report = load_state_dict(*model_, config_.init_checkpoint);

@@ -4,7 +4,8 @@
 //
 // A state holds, per image, each decoder layer's cross-attention keys/values,
 // computed once; and per row (an image's hypothesis) and layer, the Dynamic
-// Expansion caches of the positions fed so far. How those caches are laid out
+// Expansion caches (a self-attention decoder: keys and values) of the
+// positions fed so far. How those caches are laid out
 // depends on where the model runs, and is private to one implementation per
 // path (core/src/decode/): fused CPU kernels for a float32 model on the CPU,
 // LibTorch operations elsewhere (CUDA, float64, or cpu_kernels = false). Both
@@ -37,7 +38,8 @@ struct RowImages {
 };
 
 // A decoder layer's cross-attention keys/values for every image, and the five
-// linears of its Dynamic Expansion that read x, stacked in one matmul.
+// linears of its Dynamic Expansion that read x, stacked in one matmul (none
+// for a self-attention decoder, whose keys/values per row are a KeyValueCache).
 struct CrossAttentionCache {
   torch::Tensor keys_t;  // images x heads x d_k x N (transposed: scores are row updates)
   torch::Tensor values;  // images x heads x N x d_k
@@ -75,6 +77,7 @@ class DecoderState {
  private:
   ExpansionNet model_;
   std::vector<CrossAttentionCache> layers_;
+  std::vector<KeyValueCache> self_attention_;  // per layer, for decoder_layer "self_attention"
   std::unique_ptr<StepCaches> caches_;
   RowImages rows_;
   int64_t length_ = 0;

@@ -20,6 +20,7 @@
 #include <string>
 #include <utility>
 #include <vector>
+#include "expnet/model/attention_layers.h"
 #include "expnet/model/model_config.h"
 #include "expnet/model/layers.h"
 #include "expnet/model/model_trace.h"
@@ -52,16 +53,6 @@ class StaticExpansionImpl : public torch::nn::Module {
 };
 TORCH_MODULE(StaticExpansion);
 
-class EncoderLayerImpl : public torch::nn::Module {
- public:
-  EncoderLayerImpl(int64_t d_model, int64_t d_ff, const std::vector<int64_t>& groups);
-  torch::Tensor forward(const torch::Tensor& x, ExpansionTrace* trace = nullptr);
-  double dropout = 0;
-  LayerNorm norm_1{nullptr}, norm_2{nullptr};
-  StaticExpansion stc_exp{nullptr};
-  FeedForward ff{nullptr};
-};
-TORCH_MODULE(EncoderLayer);
 
 // Dynamic Expansion (decoder): NE slots per position, causal through `mask`
 // (B x T x T, nonzero = visible).
@@ -97,6 +88,21 @@ class DynamicExpansionImpl : public torch::nn::Module {
 };
 TORCH_MODULE(DynamicExpansion);
 
+// A pre-LN encoder layer whose sequence mixing is config.encoder_layer's kind:
+// exactly one of stc_exp, dyn_exp (all positions visible) and self_att is set.
+class EncoderLayerImpl : public torch::nn::Module {
+ public:
+  explicit EncoderLayerImpl(const ModelConfig& config);
+  torch::Tensor forward(const torch::Tensor& x, ExpansionTrace* trace = nullptr);
+  double dropout = 0;
+  LayerNorm norm_1{nullptr}, norm_2{nullptr};
+  StaticExpansion stc_exp{nullptr};
+  DynamicExpansion dyn_exp{nullptr};
+  SelfAttention self_att{nullptr};
+  FeedForward ff{nullptr};
+};
+TORCH_MODULE(EncoderLayer);
+
 // Cross-attention of the decoder over the encoder output (reference
 // MultiHeadAttention). Keys/values are projected separately so decoding can
 // compute them once per image.
@@ -115,9 +121,11 @@ class CrossAttentionImpl : public torch::nn::Module {
 };
 TORCH_MODULE(CrossAttention);
 
+// A pre-LN decoder layer whose self-mixing is config.decoder_layer's kind:
+// exactly one of dyn_exp and self_att is set.
 class DecoderLayerImpl : public torch::nn::Module {
  public:
-  DecoderLayerImpl(int64_t d_model, int64_t heads, int64_t d_ff, int64_t num_exp);
+  explicit DecoderLayerImpl(const ModelConfig& config);
   torch::Tensor forward(const torch::Tensor& x, const torch::Tensor& cross_keys, const torch::Tensor& cross_values,
                         const torch::Tensor& self_mask, const torch::Tensor& cross_mask,
                         DecoderLayerTrace* trace = nullptr);
@@ -128,6 +136,7 @@ class DecoderLayerImpl : public torch::nn::Module {
   LayerNorm norm_1{nullptr}, norm_2{nullptr}, norm_3{nullptr};
   CrossAttention mha{nullptr};
   DynamicExpansion dyn_exp{nullptr};
+  SelfAttention self_att{nullptr};
   FeedForward ff{nullptr};
 };
 TORCH_MODULE(DecoderLayer);

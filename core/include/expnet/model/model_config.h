@@ -10,6 +10,25 @@
 
 namespace expnet {
 
+// The layer kinds of the ablations (docs/model.md, "Layer kinds"): what mixes
+// the sequence in each encoder and decoder layer. The defaults are v2's.
+enum class EncoderLayerKind {
+  StaticExpansion,   // "static_expansion": v2's (num_exp_enc_list = its groups)
+  DynamicExpansion,  // "dynamic_expansion": v1's bidirectional dynamic expansion (num_exp_enc_list = [NE])
+  SelfAttention,     // "self_attention": the base Transformer's
+  NgSan,             // "ngsan": NG-SAN's normalised, geometry-aware self-attention over the backbone grid
+};
+enum class DecoderLayerKind {
+  DynamicExpansion,  // "dynamic_expansion": v2's causal dynamic expansion (num_exp_dec slots)
+  SelfAttention,     // "self_attention": the base Transformer's masked self-attention
+};
+const std::vector<std::string>& encoder_layer_names();  // in the enum's order
+const std::vector<std::string>& decoder_layer_names();
+std::string to_string(EncoderLayerKind kind);
+std::string to_string(DecoderLayerKind kind);
+bool has_expansion(EncoderLayerKind kind);  // static or dynamic expansion
+bool has_expansion(DecoderLayerKind kind);
+
 struct ModelConfig {
   // Swin Transformer backbone
   int64_t swin_img_size = 384;
@@ -46,6 +65,13 @@ struct ModelConfig {
   // only when set.
   int64_t pnaic_groups = 0;
   bool is_pnaic() const { return pnaic_groups > 0; }
+  // Not arguments of the reference: the ablations' layer kinds. Written to JSON
+  // only when not the default, so v2 configurations keep their exact form.
+  EncoderLayerKind encoder_layer = EncoderLayerKind::StaticExpansion;
+  DecoderLayerKind decoder_layer = DecoderLayerKind::DynamicExpansion;
+  // Keys the layer kinds leave unused (e.g. num_exp_dec with a self-attention
+  // decoder), one line each for model-info; empty for v2's kinds.
+  std::vector<std::string> unused_key_notes() const;
 
   // Derived shapes.
   int64_t num_stages() const { return static_cast<int64_t>(swin_depths.size()); }
@@ -87,7 +113,12 @@ ModelConfig tiny_model_config();      // the tiny reference fixture (tests)
 ModelConfig small_model_config();     // CPU-friendly, a few million parameters (docs/model.md)
 ModelConfig demo_model_config();      // the built-in demo model (expnet/model/demo_model.h), trained by shapes-demo
 ModelConfig calibration_model_config();  // the demo's size with the reference's patch merging (bench train)
-std::vector<std::string> model_preset_names();  // "official", "tiny", "small", "demo"
+// ExpansionNet v1 (d_model 512, N 3, static NE=64 encoder, dynamic NE=16 decoder,
+// ff 2048, 8 heads) over the released Swin-L's features (train it on cached
+// features: `expnet features extract`).
+ModelConfig v1_model_config();
+ModelConfig v1_shapes_model_config();  // v1's layers at the demo's size, for this machine
+std::vector<std::string> model_preset_names();  // "official", "tiny", "small", "demo", "v1", "v1-shapes"
 
 // `--model` argument: a preset name, or the path of a JSON file in the format
 // above. Throws std::runtime_error naming the argument and what to do.

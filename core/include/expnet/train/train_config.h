@@ -73,6 +73,10 @@ struct TrainConfig {
   // Weights to start from instead of the seeded initialisation (a checkpoint of
   // the same model and vocabulary, e.g. an XE run's best.pth); empty = none.
   std::string init_checkpoint;
+  // The backbone's weights from this checkpoint (a path, or "demo"; the same
+  // swin_* settings), the rest seeded: ablations of the captioner over one
+  // trained backbone's frozen features (expnet/train/backbone_init.h); empty = none.
+  std::string backbone_checkpoint;
   // The decoding options every checkpoint of the run carries (CarriedDecoding::to_json(),
   // expnet/decode/carried_decoding.h): "{}" = none.
   std::string decoding_json = "{}";
@@ -90,7 +94,8 @@ struct TrainConfig {
   std::string to_json() const;
 };
 
-TrainConfig train_preset(const std::string& name);  // "paper", "shapes-demo", "shapes-pnaic-k2", "shapes-pnaic-k5"
+// "paper", "shapes-demo", "shapes-ablation", "shapes-pnaic-k2", "shapes-pnaic-k5"
+TrainConfig train_preset(const std::string& name);
 std::vector<std::string> train_preset_names();
 
 // What a form needs to show one key of a schema: its JSON key, the kind of

@@ -1,0 +1,27 @@
+// A training run's backbone from another checkpoint (TrainConfig::backbone_checkpoint):
+// the Swin weights of a trained model (e.g. the demo's) under a captioner of other
+// layers, as the ablations compare captioners over one frozen backbone's features.
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+namespace expnet {
+
+class ExpansionNetImpl;
+struct ModelConfig;
+
+// The checkpoint a backbone_checkpoint value names: "demo" (the built-in demo
+// model) or a path.
+std::string backbone_checkpoint_path(const std::string& value);
+
+// Whether two configurations build the same backbone (every swin_* key and final_swin_dim).
+bool same_backbone(const ModelConfig& a, const ModelConfig& b);
+
+// Copies every swin_transf.* tensor of the checkpoint into `model`; the rest of
+// the model keeps its values. Throws std::runtime_error naming the file and
+// the first differing key when its stored configuration has another backbone,
+// or when it lacks a backbone tensor. Returns the tensors copied.
+int64_t init_backbone_from_checkpoint(ExpansionNetImpl& model, const std::string& value, const std::string& source);
+
+}  // namespace expnet

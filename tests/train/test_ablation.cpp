@@ -1,0 +1,138 @@
+// expnet train --ablation and expnet runs table (docs/training.md, "Ablations"):
+// a tiny ablation trains one run per variant with the layer kinds it names, an
+// interrupted or repeated ablation keeps finished runs, the table reads every
+// run back, a backbone_checkpoint starts a run from another run's backbone, and
+// bad ablation files are refused naming the variant and the key.
+#include <torch/torch.h>
+
+#include <QtTest>
+
+#include <nlohmann/json.hpp>
+
+#include <fstream>
+
+#include "expnet/checkpoint/state_dict.h"
+#include "expnet/train/ablation.h"
+#include "support/fixtures.h"
+
+using nlohmann::json;
+
+namespace {
+
+json tiny_base() {
+  std::ifstream in(EXPNET_TRAIN_TEST_DIR "/tiny_train.json");
+  json base = json::parse(in);
+  base["checkpoint_every"] = 0;
+  base["validation_images"] = 4;
+  base["stages"] = json::parse(R"([{"name": "xe", "objective": "xe", "backbone": "frozen", "batch": 3,
+    "batch_unit": "image", "lr": 1e-3, "schedule": "linear", "warmup": 4, "epochs": 2, "clip": 1.0,
+    "dropout": 0.1, "max_batches_per_epoch": 4}])");
+  return base;
+}
+
+QString write_json(const QString& path, const json& doc) {
+  std::ofstream(path.toStdString()) << doc.dump(1);
+  return path;
+}
+
+QString errorOfPlan(const json& doc) {
+  return expnet_test::errorOf([&] { expnet::ablation_from_json(doc.dump(), "plan.json"); });
+}
+
+}  // namespace
+
+class TestAblation : public QObject {
+  Q_OBJECT
+ private slots:
+  void initTestCase() { qputenv("EXPNET_HOME", expnet_test::makeTempDir("ablation_home").toUtf8()); }
+
+  void planErrorsNameTheVariantAndKey() {
+    const json base = tiny_base();
+    auto e = errorOfPlan({{"name", "a"}, {"base", base}, {"variants", {{{"name", "x"}, {"stages", json::array()}}}}});
+    QVERIFY2(e.contains("variant 0 'x'") && e.contains("'stages'") && e.contains("only model and seed"), qPrintable(e));
+    e = errorOfPlan({{"name", "a"}, {"base", base}, {"variants", {{{"name", "x"}}, {{"name", "x"}}}}});
+    QVERIFY2(e.contains("variant 1 'x'") && e.contains("another variant has this name"), qPrintable(e));
+    e = errorOfPlan({{"name", "a"},
+                     {"base", base},
+                     {"variants", {{{"name", "dyn"}, {"model", {{"encoder_layer", "dynamic_expansion"}}}}}}});
+    QVERIFY2(e.contains("'dyn'") && e.contains("num_exp_enc_list") && e.contains("exactly one"), qPrintable(e));
+    e = errorOfPlan({{"name", "a"}, {"base", base}, {"variants", {{{"name", "k"}, {"model", {{"decoder_layer", "rnn"}}}}}}});
+    QVERIFY2(e.contains("decoder_layer") && e.contains("\"self_attention\""), qPrintable(e));
+    e = errorOfPlan({{"name", "a"}, {"base", "no-such-preset"}, {"variants", {{{"name", "k"}}}}});
+    QVERIFY2(e.contains("no-such-preset"), qPrintable(e));
+    // The shipped ablation parses, every variant differing from the base only in its model or seed.
+    const auto shipped = expnet::read_ablation(EXPNET_SOURCE_DIR "/resources/ablations/ablation-shapes.json");
+    QVERIFY(shipped.variants.size() >= 10);
+    for (const auto& v : shipped.variants) {
+      QCOMPARE(v.config.stages.size(), size_t(1));
+      QCOMPARE(v.config.backbone_checkpoint, std::string("demo"));
+    }
+  }
+
+  void ablationTrainsEachVariantThenTables() {
+    const QString dir = expnet_test::makeTempDir("ablation_tiny");
+    const json plan = {{"name", "ablation-tiny"},
+                       {"base", tiny_base()},
+                       {"variants",
+                        {{{"name", "sa"}, {"model", {{"encoder_layer", "self_attention"}, {"decoder_layer", "self_attention"}}}},
+                         {{"name", "ngsan"}, {"model", {{"encoder_layer", "ngsan"}}}},
+                         {{"name", "dyn"}, {"model", {{"encoder_layer", "dynamic_expansion"}, {"num_exp_enc_list", {4}}}}, {"seed", 9}}}}};
+    const QString file = write_json(dir + "/ablation.json", plan);
+    const QStringList args{"train", "--ablation", file, "--out", dir + "/runs", "--json", "--no-progress", "--threads", "2"};
+    const auto first = expnet_test::runProcess(expnet_test::cliPath(), args);
+    QVERIFY2(first.exitCode == 0, first.err.constData());
+    const auto rows = json::parse(first.out.toStdString());
+    QCOMPARE(rows.size(), size_t(3));
+    const std::vector<std::string> encoders{"self_attention", "ngsan", "dynamic_expansion"};
+    const std::vector<std::string> decoders{"self_attention", "dynamic_expansion", "dynamic_expansion"};
+    for (size_t i = 0; i < 3; ++i) {
+      QCOMPARE(rows[i]["encoder_layer"].get<std::string>(), encoders[i]);
+      QCOMPARE(rows[i]["decoder_layer"].get<std::string>(), decoders[i]);
+      QCOMPARE(rows[i]["status"].get<std::string>(), std::string("finished"));
+      QVERIFY(rows[i]["best"].is_object());
+      QVERIFY(rows[i]["captioner_parameters"].get<int64_t>() > 0);
+      QVERIFY(rows[i]["parameters"].get<int64_t>() > rows[i]["captioner_parameters"].get<int64_t>());
+      QVERIFY(rows[i]["images_per_s"].get<double>() > 0);
+    }
+    QCOMPARE(rows[2]["seed"].get<int>(), 9);
+    QCOMPARE(rows[0]["seed"].get<int>(), 7);
+    QCOMPARE(rows[1]["encoder"].get<std::string>(), std::string("NG-SAN"));
+
+    // Again: every run is finished, nothing trains.
+    const auto again = expnet_test::runProcess(expnet_test::cliPath(), args);
+    QVERIFY2(again.exitCode == 0, again.err.constData());
+    QCOMPARE(QString(again.err).count("already trained"), 3);
+
+    // The table from the run stores (registered where the runs were trained).
+    const auto table = expnet_test::runProcess(expnet_test::cliPath(), {"runs", "table", "ablation-tiny-*"});
+    QVERIFY2(table.exitCode == 0, table.err.constData());
+    for (const char* label : {"ablation-tiny-sa", "ablation-tiny-ngsan", "ablation-tiny-dyn", "NG-SAN", "Base",
+                              "Dynamic Exp NE=4", "CIDEr-D"})
+      QVERIFY2(table.out.contains(label), table.out.constData());
+    const auto missing = expnet_test::runProcess(expnet_test::cliPath(), {"runs", "table", "no-such-run"});
+    QVERIFY(missing.exitCode != 0);
+    QVERIFY2(missing.err.contains("no-such-run"), missing.err.constData());
+
+    // Another run over the sa run's backbone: frozen, so its backbone stays that one exactly.
+    json from = tiny_base();
+    from["backbone_checkpoint"] = (dir + "/runs/ablation-tiny-sa/checkpoints/best.pth").toStdString();
+    const QString second = write_json(dir + "/from_sa.json",
+                                      {{"name", "ablation-from"}, {"base", from}, {"variants", {{{"name", "v2"}}}}});
+    const auto trained = expnet_test::runProcess(
+        expnet_test::cliPath(), {"train", "--ablation", second, "--out", dir + "/runs", "--no-progress", "--threads", "2"});
+    QVERIFY2(trained.exitCode == 0, trained.err.constData());
+    const auto a = expnet::read_state_dict((dir + "/runs/ablation-tiny-sa/checkpoints/best.pth").toStdString());
+    const auto b = expnet::read_state_dict((dir + "/runs/ablation-from-v2/checkpoints/best.pth").toStdString());
+    int compared = 0;
+    for (const auto& [name, tensor] : a) {
+      if (name.rfind("swin_transf.", 0) != 0) continue;
+      const auto other = std::find_if(b.begin(), b.end(), [&](const auto& e) { return e.first == name; });
+      QVERIFY2(other != b.end() && torch::equal(tensor, other->second), name.c_str());
+      ++compared;
+    }
+    QVERIFY(compared > 10);
+  }
+};
+
+QTEST_APPLESS_MAIN(TestAblation)
+#include "test_ablation.moc"
