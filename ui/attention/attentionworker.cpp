@@ -29,11 +29,11 @@ TraceExpansion toExpansion(const expnet::ExpansionTrace& e) {
   return {toMatrix(e.z), toMatrix(e.forward_a), toMatrix(e.forward_b), toMatrix(e.backward_a), toMatrix(e.backward_b)};
 }
 
-// Why an expansion tab is empty for a model of other layer kinds (docs/model.md, "Layer kinds").
-QString noMapsFor(const char* part, const std::string& kind) {
-  return QStringLiteral("This model's %1 layers are \"%2\": no expansion map to show here "
-                        "(`expnet explain` writes their matrices to trace.json)")
-      .arg(QLatin1String(part), QString::fromStdString(kind));
+// Why an expansion tab is empty for a model of other layer kinds (docs/model.md,
+// "Layer kinds"); short, as the plot's one-line title shows it.
+QString noMapsFor(const char* expansion, const char* part, const std::string& kind) {
+  return QStringLiteral("No %1 expansion: the %2 is \"%3\"")
+      .arg(QLatin1String(expansion), QLatin1String(part), QString::fromStdString(kind));
 }
 
 // Overlays are drawn at most kDisplaySide pixels on the longest side: a
@@ -105,10 +105,13 @@ void AttentionWorker::trace(std::shared_ptr<expnet::Captioner> captioner, const 
       for (const auto& layer : trace.encoder) out->encoder.push_back(toExpansion(layer));
     if (dynamicDecoder)
       for (const auto& layer : trace.decoder) out->decoder.push_back(toExpansion(layer));
-    out->encoderMissing = staticEncoder ? QString() : noMapsFor("encoder", expnet::to_string(config.encoder_layer));
-    out->decoderMissing = dynamicDecoder ? QString() : noMapsFor("decoder", expnet::to_string(config.decoder_layer));
-    for (const int64_t g : captioner->config().num_exp_enc_list) out->groups.push_back(int(g));
-    out->decoderSlots = int(captioner->config().num_exp_dec);
+    out->encoderMissing =
+        staticEncoder ? QString() : noMapsFor("static", "encoder", expnet::to_string(config.encoder_layer));
+    out->decoderMissing =
+        dynamicDecoder ? QString() : noMapsFor("dynamic", "decoder", expnet::to_string(config.decoder_layer));
+    if (staticEncoder)
+      for (const int64_t g : config.num_exp_enc_list) out->groups.push_back(int(g));
+    out->decoderSlots = dynamicDecoder ? int(config.num_exp_dec) : 0;
     out->traceMs = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
     emit traced(request, std::move(out));
   } catch (const Superseded&) {
