@@ -139,7 +139,7 @@ void run_extract(const RuntimeOptions& runtime, const ExtractArgs& a) {
     }
   if (paths.empty()) throw std::runtime_error("dataset '" + dataset.source + "' has no images in split '" + a.split + "'");
   if (a.batch < 1) throw std::runtime_error("--batch must be >= 1");
-  header.model_config_hash = feature_hash_hex(feature_hash(config_json.data(), config_json.size()));
+  header.model_config_hash = feature_config_hash(config);
   header.backbone = backbone_identity(*holder->swin_transf);
   header.source = fs::absolute(a.checkpoint).string();
   header.dataset = dataset.source;
@@ -300,8 +300,7 @@ void run_bench(const RuntimeOptions& runtime, const BenchArgs& a) {
       header.ids.push_back(dataset.images[i].cocoid);
       paths.push_back(dataset.image_path(dataset.images[i]));
     }
-  const std::string config_text = config.to_json();
-  header.model_config_hash = feature_hash_hex(feature_hash(config_text.data(), config_text.size()));
+  header.model_config_hash = feature_config_hash(config);
   header.backbone = backbone_identity(*model->swin_transf);
   header.image_size = config.swin_img_size;
   header.chunk_rows = a.batch;

@@ -5,14 +5,18 @@
 // bad ablation files are refused naming the variant and the key.
 #include <torch/torch.h>
 
+#include <QFile>
 #include <QtTest>
 
 #include <nlohmann/json.hpp>
 
 #include <fstream>
 
+#include "expnet/checkpoint/pth_writer.h"
 #include "expnet/checkpoint/state_dict.h"
+#include "expnet/model/expansion_net.h"
 #include "expnet/train/ablation.h"
+#include "expnet/train/backbone_init.h"
 #include "support/fixtures.h"
 
 using nlohmann::json;
@@ -67,6 +71,46 @@ class TestAblation : public QObject {
       QCOMPARE(v.config.stages.size(), size_t(1));
       QCOMPARE(v.config.backbone_checkpoint, std::string("demo"));
     }
+  }
+
+  // backbone_checkpoint from files without our metadata: the authors' layout
+  // (swin_transf.* names) and Microsoft's (no prefix, a classifier head).
+  void backboneFromOtherCheckpoints() {
+    const QString dir = expnet_test::makeTempDir("ablation_backbone");
+    const auto config = expnet::tiny_model_config();
+    torch::manual_seed(1);
+    expnet::ExpansionNet source(config, 30);
+    const auto state = expnet::module_state(*source);
+    const auto write = [&](const std::string& path, const expnet::NamedTensors& tensors) {
+      expnet::PthWriter writer;
+      writer.write(path, *writer.ordered_dict(tensors));
+    };
+    const std::string authors = (dir + "/authors.pth").toStdString(), microsoft = (dir + "/swin.pth").toStdString();
+    write(authors, state);
+    expnet::NamedTensors swin_only;
+    for (const auto& [name, tensor] : state)
+      if (name.rfind("swin_transf.", 0) == 0) swin_only.emplace_back(name.substr(12), tensor);
+    swin_only.emplace_back("head.weight", torch::zeros({5, config.final_swin_dim}));
+    write(microsoft, swin_only);
+    for (const auto& path : {authors, microsoft}) {
+      torch::manual_seed(2);
+      expnet::ExpansionNet target(config, 30);
+      QVERIFY(expnet::init_backbone_from_checkpoint(*target, path, "the test") > 10);
+      const auto loaded = expnet::module_state(*target);
+      for (size_t i = 0; i < state.size(); ++i) {
+        const bool backbone = state[i].first.rfind("swin_transf.", 0) == 0;
+        // The backbone is the source's; the captioner keeps its own initialisation.
+        if (backbone || state[i].second.dim() > 1)
+          QVERIFY2(torch::equal(state[i].second, loaded[i].second) == backbone, state[i].first.c_str());
+      }
+    }
+    // Another backbone: the tensor and both shapes are named.
+    auto wider = config;
+    wider.swin_embed_dim = 48;
+    wider.final_swin_dim = 48 << 3;
+    expnet::ExpansionNet other(wider, 30);
+    const QString e = expnet_test::errorOf([&] { expnet::init_backbone_from_checkpoint(*other, authors, "the test"); });
+    QVERIFY2(e.contains("authors.pth") && e.contains("swin_transf.") && e.contains("swin_* settings"), qPrintable(e));
   }
 
   void ablationTrainsEachVariantThenTables() {
@@ -131,6 +175,36 @@ class TestAblation : public QObject {
       ++compared;
     }
     QVERIFY(compared > 10);
+
+    // A run over the features `expnet features extract` wrote from that backbone: no extraction of its own.
+    const QString run_dir = dir + "/runs/ablation-tiny-sa";
+    const QString dataset = run_dir + "/shapes/dataset_coco.json", cache = dir + "/sa.fcache";
+    const auto extracted = expnet_test::runProcess(
+        expnet_test::cliPath(), {"features", "extract", "--checkpoint", run_dir + "/checkpoints/best.pth", "--dataset",
+                                 dataset, "--split", "train+restval", "--out", cache, "--batch", "8"});
+    QVERIFY2(extracted.exitCode == 0, extracted.err.constData());
+    json over = from;
+    over["dataset"] = dataset.toStdString();
+    over["features"] = cache.toStdString();
+    const QString third = write_json(dir + "/over_features.json",
+                                     {{"name", "ablation-features"}, {"base", over}, {"variants", {{{"name", "ngsan"},
+                                      {"model", {{"encoder_layer", "ngsan"}}}}}}});
+    const auto read = expnet_test::runProcess(
+        expnet_test::cliPath(), {"train", "--ablation", third, "--out", dir + "/runs", "--no-progress", "--threads", "2"});
+    QVERIFY2(read.exitCode == 0, read.err.constData());
+    QVERIFY2(read.err.contains("backbone features of") && read.err.contains("sa.fcache") &&
+                 !read.err.contains("extracting backbone features"),
+             read.err.constData());
+    QVERIFY(QFile::exists(cache));  // never deleted
+    // Another backbone does not fit: refused, saying what differs.
+    over["backbone_checkpoint"] = "";
+    over["seed"] = 11;  // seed 7 would draw the sa run's very backbone again
+    const QString fourth = write_json(dir + "/misfit.json",
+                                      {{"name", "ablation-misfit"}, {"base", over}, {"variants", {{{"name", "x"}}}}});
+    const auto misfit = expnet_test::runProcess(
+        expnet_test::cliPath(), {"train", "--ablation", fourth, "--out", dir + "/runs", "--no-progress", "--threads", "2"});
+    QVERIFY(misfit.exitCode != 0);
+    QVERIFY2(misfit.err.contains("does not fit") && misfit.err.contains("other backbone weights"), misfit.err.constData());
   }
 };
 

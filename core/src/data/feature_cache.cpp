@@ -2,6 +2,8 @@
 // reader, identity checks. Format: docs/datasets.md ("Feature cache").
 #include "expnet/data/feature_cache.h"
 
+#include "expnet/model/model_config.h"
+
 #include <fcntl.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
@@ -246,7 +248,7 @@ FeatureCacheHeader FeatureCacheHeader::from_json(const std::string& text, const 
 std::string FeatureCacheHeader::identity_difference(const FeatureCacheHeader& o) const {
   if (backbone != o.backbone) return "made with other backbone weights (" + backbone + " vs " + o.backbone + ")";
   if (model_config_hash != o.model_config_hash)
-    return "made for another model config (" + model_config_hash + " vs " + o.model_config_hash + ")";
+    return "made for another backbone configuration (" + model_config_hash + " vs " + o.model_config_hash + ")";
   if (image_size != o.image_size) return "made at another image size";
   if (ids != o.ids) return "holds other images (" + std::to_string(rows()) + " vs " + std::to_string(o.rows()) + " rows)";
   if (chunk_rows != o.chunk_rows) return "made with another batch size";
@@ -264,6 +266,11 @@ uint64_t feature_hash(const void* data, size_t size, uint64_t h) {
   }
   for (; i < size; ++i) h = (h ^ p[i]) * kPrime;
   return h;
+}
+
+std::string feature_config_hash(const ModelConfig& config) {
+  const std::string text = config.backbone_json();
+  return feature_hash_hex(feature_hash(text.data(), text.size()));
 }
 
 std::string feature_hash_hex(uint64_t hash) {

@@ -355,6 +355,15 @@ std::string ModelConfig::to_json(int indent) const {
   return out.dump(indent);
 }
 
+std::string ModelConfig::backbone_json() const {
+  json out = json::object();
+  for (const auto& field : fields()) {
+    const std::string name = field.name;
+    if (name.rfind("swin_", 0) == 0 || name == "final_swin_dim") field.write(*this, out);
+  }
+  return out.dump();
+}
+
 bool ModelConfig::operator==(const ModelConfig& o) const {
   return swin_img_size == o.swin_img_size && swin_patch_size == o.swin_patch_size &&
          swin_in_chans == o.swin_in_chans && swin_embed_dim == o.swin_embed_dim && swin_depths == o.swin_depths &&

@@ -41,8 +41,8 @@ std::function<void(int64_t, int64_t)> extraction_progress(const std::string& sta
 
 StageFeatures::StageFeatures(const Dataset& dataset, const ModelConfig& config, ExpansionNet model, c10::Device device,
                              const std::string& out_dir, const std::string& stage_name, ProcessGroup* group,
-                             bool progress)
-    : device_(device) {
+                             bool progress, const std::string& given_file)
+    : given_(!given_file.empty()), device_(device) {
   // Keyed by the backbone weights: stage C's is extracted with the backbone as
   // stage B left it, and a resumed run finds its file.
   FeatureCacheHeader header;
@@ -54,14 +54,25 @@ StageFeatures::StageFeatures(const Dataset& dataset, const ModelConfig& config, 
       header.ids.push_back(dataset.images[i].cocoid);
       paths.push_back(dataset.image_path(dataset.images[i]));
     }
-  const std::string config_text = config.to_json();
-  header.model_config_hash = feature_hash_hex(feature_hash(config_text.data(), config_text.size()));
+  header.model_config_hash = feature_config_hash(config);
   header.backbone = backbone_identity(*model->swin_transf);
   header.source = fs::absolute(out_dir).string() + " stage " + stage_name;
   header.dataset = dataset.source;
   header.splits = "train+restval";
   header.image_size = config.swin_img_size;
   header.chunk_rows = 32;
+  if (given_) {
+    // Any chunk size reads the same rows; everything else must fit.
+    path_ = given_file;
+    reader_ = std::make_unique<FeatureCacheReader>(path_);
+    header.chunk_rows = reader_->header().chunk_rows;
+    reader_->require_identity(header);
+    if (!group || group->rank() == 0) reader_->verify();
+    spdlog::info("stage {}: backbone features of {} images from {}", stage_name, train.size(), path_);
+    rows_.assign(dataset.images.size(), -1);
+    for (size_t r = 0; r < train.size(); ++r) rows_[train[r]] = static_cast<int64_t>(r);
+    return;
+  }
   fs::create_directories(out_dir + "/features");
   path_ = out_dir + "/features/backbone-" + header.backbone + ".fcache";
   const bool writer = !group || group->rank() == 0;
@@ -113,7 +124,7 @@ at::Tensor StageFeatures::features(const std::vector<size_t>& image_indices) con
 
 void StageFeatures::close(bool keep, bool deleter) {
   reader_.reset();
-  if (!keep && deleter) fs::remove(path_);
+  if (!keep && deleter && !given_) fs::remove(path_);
 }
 
 }  // namespace expnet

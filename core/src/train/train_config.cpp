@@ -297,6 +297,9 @@ const std::vector<Field<TrainConfig>>& train_fields() {
       plain("backbone_checkpoint", &C::backbone_checkpoint,
             "Start the backbone from this checkpoint (a path, or 'demo'; same swin_* settings), the rest seeded; "
             "empty = seeded"),
+      plain("features", &C::features,
+            "Frozen stages read this feature cache (expnet features extract --split train+restval, same backbone "
+            "and dataset) instead of extracting their own; empty = extract"),
       plain("keep_last", &C::keep_last, "Step checkpoints kept (plus best.pth)"),
       plain("checkpoint_every", &C::checkpoint_every, "Also checkpoint every N optimizer steps; 0 = end of epoch only"),
       // how images reach the model

@@ -276,7 +276,7 @@ StageRun Trainer::begin_stage(const StageConfig& stage) {
   // A stage resumed after its last epoch needs no features.
   if (stage.frozen_backbone && config_.feature_cache == FeatureCacheMode::disk && progress_.epoch < stage.epochs)
     features_ = std::make_unique<StageFeatures>(data_.dataset, model_config_, model_, device_, options_.out_dir, stage.name,
-                                                group_.get(), options_.progress);
+                                                group_.get(), options_.progress, config_.features);
   else
     source = [](const std::string& path) { return load_image_rgb(path); };
   run.loader = std::make_unique<DataLoader>(data_.dataset, *data_.vocab, lo, source);

@@ -26,8 +26,10 @@ class Module;
 
 namespace expnet {
 
+struct ModelConfig;
+
 struct FeatureCacheHeader {
-  std::string model_config_hash;  // feature_hash_hex of ModelConfig::to_json()
+  std::string model_config_hash;  // feature_config_hash: the backbone's configuration
   std::string backbone;           // backbone_identity(): the backbone's weights
   std::string source;             // informational: checkpoint path, or run folder + stage
   std::string dataset;            // informational: dataset file
@@ -49,6 +51,9 @@ struct FeatureCacheHeader {
 // Not cryptographic: it tells caches apart and catches corruption.
 uint64_t feature_hash(const void* data, size_t size, uint64_t seed = 0xcbf29ce484222325ULL);
 std::string feature_hash_hex(uint64_t hash);
+// A header's model_config_hash: of ModelConfig::backbone_json(), as the features
+// depend on the backbone alone; captioners of any layers share a cache.
+std::string feature_config_hash(const ModelConfig& config);
 // Hash of a module's parameters and buffers (names, shapes, dtypes, bytes): the
 // backbone's identity. Equal weights give equal identities on any machine.
 std::string backbone_identity(const torch::nn::Module& backbone);

@@ -96,6 +96,9 @@ struct ModelConfig {
   static ModelConfig from_json(const std::string& text, const std::string& source = "model config");
   static ModelConfig load(const std::string& path);
   std::string to_json(int indent = 1) const;  // the reference's argument names
+  // The backbone's keys only (swin_*, final_swin_dim), compact: what backbone
+  // features depend on besides the weights (feature caches, backbone_checkpoint).
+  std::string backbone_json() const;
 
   bool operator==(const ModelConfig& other) const;
 

@@ -19,9 +19,11 @@ std::string backbone_checkpoint_path(const std::string& value);
 bool same_backbone(const ModelConfig& a, const ModelConfig& b);
 
 // Copies every swin_transf.* tensor of the checkpoint into `model`; the rest of
-// the model keeps its values. Throws std::runtime_error naming the file and
-// the first differing key when its stored configuration has another backbone,
-// or when it lacks a backbone tensor. Returns the tensors copied.
+// the model keeps its values. The checkpoint may be ours (its stored
+// configuration must have the same backbone keys), the authors' (names and shapes
+// checked), or Microsoft's Swin ImageNet layout (no swin_transf. prefix:
+// load_swin_backbone). Throws std::runtime_error naming the file and the first
+// differing key, or the missing or mis-shaped tensor. Returns the tensors copied.
 int64_t init_backbone_from_checkpoint(ExpansionNetImpl& model, const std::string& value, const std::string& source);
 
 }  // namespace expnet

@@ -77,6 +77,10 @@ struct TrainConfig {
   // swin_* settings), the rest seeded: ablations of the captioner over one
   // trained backbone's frozen features (expnet/train/backbone_init.h); empty = none.
   std::string backbone_checkpoint;
+  // Frozen-backbone stages read their features from this cache (written by
+  // `expnet features extract --split train+restval` from the same backbone and
+  // dataset) instead of extracting their own; empty = extract into <out>/features.
+  std::string features;
   // The decoding options every checkpoint of the run carries (CarriedDecoding::to_json(),
   // expnet/decode/carried_decoding.h): "{}" = none.
   std::string decoding_json = "{}";
