@@ -288,6 +288,9 @@ void RunsPage::onDetails(QVector<RunDetails> details) {
   if (detailsWanted_) {
     detailsWanted_ = false;
     requestDetails(true);
+    // The selection changed while these were read: its own result emits, so a
+    // listener never sees the details of a selection that is no longer current.
+    if (detailsWatcher_.isRunning()) return;
   }
   emit detailsUpdated();
 }
