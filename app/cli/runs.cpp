@@ -164,8 +164,7 @@ void table(const Options& o) {
       Options one = o;
       one.run = name;
       const auto located = locate(one);
-      rows.push_back(runs_table_row(*located.store, located.info,
-                                    run_status(located.info, run_is_live(located.store->path(), located.info.id))));
+      rows.push_back(runs_table_row(*located.store, located.info));
       continue;
     }
     const std::string prefix = name.substr(0, name.size() - 1);
@@ -174,7 +173,7 @@ void table(const Options& o) {
       const RunStore store(path, RunStore::Open::existing);
       for (const auto& r : store.list_runs())
         if (r.name.rfind(prefix, 0) == 0) {
-          rows.push_back(runs_table_row(store, r, run_status(r, run_is_live(path, r.id))));
+          rows.push_back(runs_table_row(store, r));
           ++matched;
         }
     }

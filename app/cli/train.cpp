@@ -118,8 +118,7 @@ void run_ablation(const RuntimeOptions& runtime, const Options& o) {
   std::vector<RunsTableRow> rows;
   for (const auto& [store_path, name] : runs) {
     const RunStore store(store_path, RunStore::Open::existing);
-    const auto info = store.find_run(name);
-    rows.push_back(runs_table_row(store, info, run_status(info, run_is_live(store.path(), info.id))));
+    rows.push_back(runs_table_row(store, store.find_run(name)));
   }
   std::cout << (o.json ? runs_table_json(rows) + "\n" : runs_table_text(rows)) << std::flush;
 }

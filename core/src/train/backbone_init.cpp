@@ -33,8 +33,6 @@ std::string backbone_checkpoint_path(const std::string& value) {
   return value == "demo" ? demo_checkpoint_path() : value;
 }
 
-bool same_backbone(const ModelConfig& a, const ModelConfig& b) { return first_backbone_difference(a, b).empty(); }
-
 int64_t init_backbone_from_checkpoint(ExpansionNetImpl& model, const std::string& value, const std::string& source) {
   const std::string path = backbone_checkpoint_path(value);
   const std::string role = "backbone_checkpoint '" + path + "' of " + source;

@@ -9,6 +9,7 @@
 
 #include "expnet/checkpoint/state_dict.h"
 #include "expnet/model/model_config.h"
+#include "expnet/train/run_lock.h"
 #include "train/run_checkpoints.h"
 
 namespace expnet {
@@ -59,10 +60,10 @@ std::string fixed(double value, int digits) {
 
 }  // namespace
 
-RunsTableRow runs_table_row(const RunStore& store, const RunInfo& run, const std::string& status) {
+RunsTableRow runs_table_row(const RunStore& store, const RunInfo& run) {
   RunsTableRow row;
   row.run = run.name;
-  row.status = status;
+  row.status = run_status(run, run_is_live(store.path(), run.id));
   const auto config = json::parse(run.config_json, nullptr, false);
   if (config.is_object() && config.contains("model") && config["model"].is_object()) {
     const auto model = ModelConfig::from_json(config["model"].dump(), "run '" + run.name + "' model");

@@ -15,9 +15,6 @@ struct ModelConfig;
 // model) or a path.
 std::string backbone_checkpoint_path(const std::string& value);
 
-// Whether two configurations build the same backbone (every swin_* key and final_swin_dim).
-bool same_backbone(const ModelConfig& a, const ModelConfig& b);
-
 // Copies every swin_transf.* tensor of the checkpoint into `model`; the rest of
 // the model keeps its values. The checkpoint may be ours (its stored
 // configuration must have the same backbone keys), the authors' (names and shapes

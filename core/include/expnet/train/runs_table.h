@@ -23,8 +23,8 @@ struct RunsTableRow {
   double images_per_s = 0;
 };
 
-// `status` is the run's status as the caller tells it (run_status of run_lock.h).
-RunsTableRow runs_table_row(const RunStore& store, const RunInfo& run, const std::string& status);
+// The row of a run of `store`, with the status that is true now (run_status of run_lock.h).
+RunsTableRow runs_table_row(const RunStore& store, const RunInfo& run);
 // Column-aligned text, one line per row, a header first.
 std::string runs_table_text(const std::vector<RunsTableRow>& rows);
 std::string runs_table_json(const std::vector<RunsTableRow>& rows);  // one JSON array
