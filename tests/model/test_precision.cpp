@@ -13,6 +13,9 @@
 #include "expnet/model/expansion_net.h"
 #include "expnet/model/layers.h"
 #include "expnet/model/precision.h"
+#include "expnet/model/swin.h"
+#include "kernels/cpu/few_rows_linear.h"
+#include "kernels/cpu/swin_bf16_kernels.h"
 #include "support/fixtures.h"
 
 using expnet::Precision;
@@ -36,7 +39,8 @@ class TestPrecision : public QObject {
 
   // A Linear in `precision`: products of 128 rows within `limit` (relative) of
   // float32; 5 rows (a decoding step) exactly float32 in int8, and in bf16 the
-  // float32 product with the bfloat16-rounded weights; float32 again once the
+  // float32 product with the bfloat16-rounded weights (and inputs, with
+  // AVX512_BF16); float32 again once the
   // weights change (the reduced copy is stale) until set_precision again.
   static void checkReducedLinear(Precision precision, double limit) {
     torch::manual_seed(3);
@@ -53,7 +57,10 @@ class TestPrecision : public QObject {
     const double error = relative_error(reduced, fp32_many);
     QVERIFY2(error > 0 && error < limit, qPrintable(QString::number(error)));
     if (precision == Precision::BF16) {
-      const auto rounded = torch::linear(few, linear->weight.to(torch::kBFloat16).to(torch::kFloat), linear->bias);
+      // With AVX512_BF16 the decoding kernel rounds the input rows too (vdpbf16ps).
+      const bool rounds_x = expnet::best_few_rows_isa() == expnet::FewRowsIsa::avx512_bf16;
+      const auto few_seen = rounds_x ? few.to(torch::kBFloat16).to(torch::kFloat) : few;
+      const auto rounded = torch::linear(few_seen, linear->weight.to(torch::kBFloat16).to(torch::kFloat), linear->bias);
       QVERIFY(torch::allclose(linear(few), rounded, 1e-5, 1e-5));
       QVERIFY(!torch::equal(linear(few), fp32_few));
     } else {
@@ -167,6 +174,88 @@ class TestPrecision : public QObject {
     model->set_precision(Precision::FP32);
     QVERIFY(torch::allclose(model->encode(model->backbone(images)), fp32, 1e-5, 1e-5));
     QVERIFY(torch::allclose(step(true), fp32_step, 1e-6, 1e-6));
+  }
+
+  // The Swin backbone's bf16 kernels (core/src/kernels/cpu/swin_bf16_kernels.h)
+  // against LibTorch in float32, on sizes that leave vector tails (49 keys, 37
+  // and 40 channels): within bfloat16's rounding of the output; the windows'
+  // token order exactly as roll + partition and their reverse; refusals.
+  void swinBf16KernelsMatchLibTorch() {
+    using namespace expnet;
+    torch::manual_seed(5);
+    torch::NoGradGuard no_grad;
+    const auto scores = (torch::randn({4, 3, 49, 49}) * 3).to(torch::kBFloat16);
+    const auto bias = torch::randn({3, 49, 49});
+    const auto mask = torch::where(torch::rand({2, 49, 49}) > 0.7, torch::full({}, -100.0), torch::zeros({}));
+    if (!window_softmax_bf16_applies(scores, bias, mask)) QSKIP("this CPU has no AVX512_BF16: the kernels do not run");
+    // Softmax of scores + bias + mask (window w takes mask w % 2).
+    auto mine = scores.clone();
+    window_softmax_bf16_(mine, bias, mask);
+    const auto grouped_mask = mask.unsqueeze(1).repeat({2, 1, 1, 1});
+    const auto expected = torch::softmax(scores.to(torch::kFloat) + bias + grouped_mask, -1);
+    QVERIFY(mine.scalar_type() == torch::kBFloat16);
+    QVERIFY2((mine.to(torch::kFloat) - expected).abs().max().item<double>() < 4e-3, "window softmax");
+    auto plain = scores.clone();
+    window_softmax_bf16_(plain, bias, {});
+    QVERIFY((plain.to(torch::kFloat) - torch::softmax(scores.to(torch::kFloat) + bias, -1)).abs().max().item<double>() < 4e-3);
+    // LayerNorm straight to bfloat16.
+    const auto x = torch::randn({5, 37}) * 4 + 1, weight = torch::randn({37}), shift = torch::randn({37});
+    const auto normed = layer_norm_to_bf16(x, weight, shift, 1e-5);
+    const auto normed_ref = torch::layer_norm(x, {37}, weight, shift, 1e-5);
+    QVERIFY(normed.scalar_type() == torch::kBFloat16);
+    QVERIFY(relative_error(normed.to(torch::kFloat), normed_ref) < 4e-3);
+    // GELU with a bias, in place, and the rows' residual add.
+    const auto hidden = (torch::randn({7, 40}) * 3).to(torch::kBFloat16), hidden_bias = torch::randn({40});
+    auto activated = hidden.clone();
+    gelu_bf16_(activated, hidden_bias);
+    const auto gelu_ref = torch::gelu(hidden.to(torch::kFloat) + hidden_bias);
+    QVERIFY(relative_error(activated.to(torch::kFloat), gelu_ref) < 4e-3);
+    auto residual = torch::randn({7, 40});
+    const auto residual_ref = residual + hidden.to(torch::kFloat) + hidden_bias;
+    add_rows_bf16_(residual, hidden, hidden_bias);
+    QVERIFY(torch::allclose(residual, residual_ref, 1e-6, 1e-6));
+    // The token order of shifted windows: resolution 6, window 3, shift 1, two images, 8 channels.
+    const auto order = shifted_window_order(6, 3, 1);
+    const auto tokens = torch::randn({2, 36, 8});
+    const auto gathered = gather_tokens_bf16(tokens, order);
+    const auto rolled = torch::roll(tokens.view({2, 6, 6, 8}), {-1, -1}, {1, 2});
+    const auto partitioned = rolled.view({2, 2, 3, 2, 3, 8}).permute({0, 1, 3, 2, 4, 5}).reshape({2, 36, 8});
+    QVERIFY(torch::equal(gathered, partitioned.to(torch::kBFloat16)));
+    const auto rows = torch::randn({2, 36, 8}).to(torch::kBFloat16), row_bias = torch::randn({8});
+    const auto reversed = rows.to(torch::kFloat).view({2, 2, 2, 3, 3, 8}).permute({0, 1, 3, 2, 4, 5}).reshape({2, 6, 6, 8});
+    const auto back = torch::roll(reversed, {1, 1}, {1, 2}).reshape({2, 36, 8});
+    QVERIFY(torch::allclose(add_scattered_tokens(tokens, rows, order, row_bias), tokens + back + row_bias, 1e-6, 1e-6));
+    QVERIFY(torch::equal(add_scattered_tokens(tokens, rows, order), tokens + back));
+    // Refused, not guessed: float32 scores, a bias of the wrong size, a mask that does not divide the windows.
+    QVERIFY(!window_softmax_bf16_applies(scores.to(torch::kFloat), bias, mask));
+    QVERIFY(!window_softmax_bf16_applies(scores, bias.narrow(0, 0, 2), mask));
+    QVERIFY(!window_softmax_bf16_applies(scores, bias, torch::zeros({3, 49, 49})));
+    QVERIFY_THROWS_EXCEPTION(std::invalid_argument, window_softmax_bf16_(mine, bias.narrow(0, 0, 2).contiguous(), mask));
+    QVERIFY(!gelu_bf16_applies(hidden.to(torch::kFloat)));
+    QVERIFY(!layer_norm_to_bf16_applies(x, weight.narrow(0, 0, 5), shift));
+    QVERIFY_THROWS_EXCEPTION(std::invalid_argument, shifted_window_order(7, 3, 1));
+  }
+
+  // A Swin block with non-zero biases (the random official weights have zero
+  // ones): in bf16 the projection's and MLP's biases join our kernels' passes;
+  // the block's output stays within bfloat16's error of float32's.
+  void swinBlockInBf16KeepsItsBiases() {
+    torch::manual_seed(9);
+    expnet::SwinBlock block(64, 12, 4, 6, 3, 4.0, true);
+    for (auto& p : block->parameters()) {
+      if (p.dim() == 1) torch::nn::init::normal_(p, 0.0, 0.5);
+      else torch::nn::init::normal_(p, 0.0, 0.1);
+    }
+    block->eval();
+    torch::NoGradGuard no_grad;
+    const auto x = torch::randn({2, 144, 64});
+    const auto fp32 = block->forward_sliced(x);
+    for (auto* linear : {&block->attn->qkv, &block->attn->proj, &block->mlp->fc1, &block->mlp->fc2})
+      (*linear)->set_precision(Precision::BF16);
+    const auto bf16 = block->forward_sliced(x);
+    QCOMPARE(bf16.scalar_type(), torch::kFloat);
+    const double error = relative_error(bf16, fp32);
+    QVERIFY2(error > 0 && error < 2e-2, qPrintable(QString::number(error)));
   }
 };
 

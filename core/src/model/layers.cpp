@@ -47,6 +47,10 @@ torch::Tensor LinearImpl::forward_bf16_out(const torch::Tensor& x) {
   return few_rows_linear(input, weight, bias, *packed_weight_);
 }
 
+torch::Tensor LinearImpl::product_bf16(const torch::Tensor& x) {
+  return takes_bf16(x) ? torch::linear(x.to(torch::kBFloat16), weight_bf16_) : torch::Tensor();
+}
+
 void LinearImpl::set_precision(Precision precision) {
   weight_bf16_ = bias_bf16_ = torch::Tensor();
   int8_packed_ = c10::IValue();

@@ -9,6 +9,7 @@
 #include "expnet/model/layers.h"
 #include "expnet/model/swin.h"
 #include "expnet/model/expansion_net.h"
+#include "kernels/cpu/swin_bf16_kernels.h"
 
 namespace expnet {
 namespace {
@@ -92,37 +93,60 @@ SwinWindowAttentionImpl::SwinWindowAttentionImpl(int64_t dim_, int64_t window_, 
 }
 
 torch::Tensor SwinWindowAttentionImpl::relative_position_bias() {
+  // Without autograd the gathered bias is kept until the table changes (a
+  // load bumps its version, a move its data pointer): it is the same for every
+  // window group and image.
+  const bool keep = !torch::GradMode::is_enabled();
+  const auto version = static_cast<int64_t>(relative_position_bias_table._version());
+  if (keep && bias_kept_.defined() && bias_kept_version_ == version &&
+      bias_kept_table_ == relative_position_bias_table.data_ptr())
+    return bias_kept_;
   const int64_t n = window * window;
-  return relative_position_bias_table.index_select(0, relative_position_index.view(-1))
-      .view({n, n, -1})
-      .permute({2, 0, 1})
-      .contiguous();
+  auto bias = relative_position_bias_table.index_select(0, relative_position_index.view(-1))
+                  .view({n, n, -1})
+                  .permute({2, 0, 1})
+                  .contiguous();
+  if (keep) {
+    bias_kept_ = bias;
+    bias_kept_version_ = version;
+    bias_kept_table_ = relative_position_bias_table.data_ptr();
+  }
+  return bias;
 }
 
 torch::Tensor SwinWindowAttentionImpl::forward(const torch::Tensor& x, const torch::Tensor& mask) {
+  const auto out = proj->forward_bf16_out(attend(x, mask));  // bf16 stays bf16: the block's copies move half the bytes
+  return F::dropout(out, F::DropoutFuncOptions().p(proj_drop).training(is_training()));
+}
+
+torch::Tensor SwinWindowAttentionImpl::attend(const torch::Tensor& x, const torch::Tensor& mask) {
   const int64_t B_ = x.size(0), N = x.size(1), C = x.size(2);
   // In bf16 (set_precision) q, k, v and the scores stay bfloat16 as the bf16
   // products give them; softmax computes a bfloat16 row in float32 (ATen), and
   // converting the scores to float32 and back cost 10% of a bf16 caption.
-  const auto qkv_out = qkv->forward_bf16_out(x).reshape({B_, N, 3, heads, C / heads}).permute({2, 0, 3, 1, 4});
+  const auto qkv_rows = qkv->forward_bf16_out(x);
+  const bool in_place = inference_only(*this);  // no autograd: update the scores in place
+  const auto bias_fp32 = relative_position_bias();
+  const auto qkv_out = qkv_rows.reshape({B_, N, 3, heads, C / heads}).permute({2, 0, 3, 1, 4});
   const auto q = qkv_out[0] * scale;
   auto attn = torch::matmul(q, qkv_out[1].transpose(-2, -1));
-  const bool in_place = inference_only(*this);  // no autograd: update the scores in place
   // Only bf16 scores take a bf16 bias and mask (float16 ones under autocast add in float32, as before).
   const bool bf16 = attn.scalar_type() == torch::kBFloat16;
-  const auto bias = bf16 ? relative_position_bias().unsqueeze(0).to(torch::kBFloat16) : relative_position_bias().unsqueeze(0);
-  attn = in_place ? attn.add_(bias) : attn + bias;
-  if (mask.defined()) {
-    const int64_t nW = mask.size(0);
-    const auto grouped = attn.view({B_ / nW, nW, heads, N, N});
-    const auto window_mask = bf16 ? mask.unsqueeze(1).unsqueeze(0).to(torch::kBFloat16) : mask.unsqueeze(1).unsqueeze(0);
-    attn = (in_place ? grouped.add_(window_mask) : grouped + window_mask).view({-1, heads, N, N});
+  if (in_place && bf16 && window_softmax_bf16_applies(attn, bias_fp32, mask)) {
+    window_softmax_bf16_(attn, bias_fp32, mask);  // bias, mask and softmax in one pass (kernels/cpu/swin_bf16_kernels.h)
+  } else {
+    const auto bias = bf16 ? bias_fp32.unsqueeze(0).to(torch::kBFloat16) : bias_fp32.unsqueeze(0);
+    attn = in_place ? attn.add_(bias) : attn + bias;
+    if (mask.defined()) {
+      const int64_t nW = mask.size(0);
+      const auto grouped = attn.view({B_ / nW, nW, heads, N, N});
+      const auto window_mask = bf16 ? mask.unsqueeze(1).unsqueeze(0).to(torch::kBFloat16) : mask.unsqueeze(1).unsqueeze(0);
+      attn = (in_place ? grouped.add_(window_mask) : grouped + window_mask).view({-1, heads, N, N});
+    }
+    attn = torch::softmax(attn, -1);
   }
-  attn = torch::softmax(attn, -1);
   attn = F::dropout(attn, F::DropoutFuncOptions().p(attn_drop).training(is_training()));
-  auto out = torch::matmul(attn, qkv_out[2]).transpose(1, 2).reshape({B_, N, C});
-  out = proj->forward_bf16_out(out);  // bf16 stays bf16: the block's copies move half the bytes
-  return F::dropout(out, F::DropoutFuncOptions().p(proj_drop).training(is_training()));
+  return torch::matmul(attn, qkv_out[2]).transpose(1, 2).reshape({B_, N, C});
 }
 
 // ---------------------------------------------------------------- block
@@ -134,9 +158,32 @@ SwinMlpImpl::SwinMlpImpl(int64_t dim, int64_t hidden) {
 
 torch::Tensor SwinMlpImpl::forward(const torch::Tensor& x) {
   const auto opts = F::DropoutFuncOptions().p(drop).training(is_training());
-  // Exact (erf) GELU, as nn.GELU(); in bf16 (set_precision) on bfloat16, as fast as float32 here.
-  auto h = F::dropout(torch::gelu(fc1->forward_bf16_out(x)), opts);
+  // Exact (erf) GELU, as nn.GELU(); on bf16 rows (set_precision) our kernel where it runs.
+  auto h = fc1->forward_bf16_out(x);
+  if (inference_only(*this) && gelu_bf16_applies(h)) gelu_bf16_(h);  // bf16 rows in place (kernels/cpu/swin_bf16_kernels.h)
+  else h = F::dropout(torch::gelu(h), opts);
   return F::dropout(fc2->forward_bf16_out(h), opts);
+}
+
+void SwinMlpImpl::add_to(torch::Tensor& residual, const torch::Tensor& x) {
+  if (!inference_only(*this) || !fc1->takes_bf16(x)) {
+    residual.add_(forward(x));
+    return;
+  }
+  auto h = fc1->product_bf16(x);
+  if (gelu_bf16_applies(h, fc1->bias)) gelu_bf16_(h, fc1->bias);
+  else h = torch::gelu(fc1->bias.defined() ? h.add_(fc1->bias.to(h.scalar_type())) : h);
+  if (!fc2->takes_bf16(h)) {
+    residual.add_(fc2->forward_bf16_out(h));
+    return;
+  }
+  const auto y = fc2->product_bf16(h);
+  if (add_rows_bf16_applies(residual, y, fc2->bias)) {
+    add_rows_bf16_(residual, y, fc2->bias);
+    return;
+  }
+  residual.add_(y);
+  if (fc2->bias.defined()) residual.add_(fc2->bias);
 }
 
 SwinBlockImpl::SwinBlockImpl(int64_t dim_, int64_t resolution_, int64_t heads, int64_t window_, int64_t shift_,
@@ -152,6 +199,7 @@ SwinBlockImpl::SwinBlockImpl(int64_t dim_, int64_t resolution_, int64_t heads, i
   norm2 = register_module("norm2", LayerNorm(dim));
   mlp = register_module("mlp", SwinMlp(dim, static_cast<int64_t>(dim * mlp_ratio)));
   if (shift > 0) attn_mask = register_buffer("attn_mask", make_shift_attention_mask(resolution, window, shift));
+  if (resolution % window == 0) window_order = shifted_window_order(resolution, window, shift);
 }
 
 torch::Tensor SwinBlockImpl::forward(const torch::Tensor& x) {
@@ -172,33 +220,67 @@ torch::Tensor SwinBlockImpl::forward(const torch::Tensor& x) {
   return out + apply_drop_path(mlp(norm2(out)), drop_path, is_training());
 }
 
+namespace {
+
+// A LayerNorm whose output feeds bf16 products: written as bfloat16 in the
+// same pass where the kernel runs (kernels/cpu/swin_bf16_kernels.h).
+torch::Tensor norm_to_bf16(LayerNorm& norm, const torch::Tensor& x) {
+  if (layer_norm_to_bf16_applies(x, norm->weight, norm->bias))
+    return layer_norm_to_bf16(x, norm->weight, norm->bias, norm->eps);
+  return norm(x).to(torch::kBFloat16);
+}
+
+}  // namespace
+
 // The same computation as forward() without autograd, in slices (see
 // kSliceElements): windows in groups that divide the windows of one image (so
 // each group takes its slice of the shift mask), MLP rows in chunks.
 torch::Tensor SwinBlockImpl::forward_sliced(const torch::Tensor& x) {
   const int64_t B = x.size(0), C = x.size(2), N = window * window;
   // In bf16 the attention branch (shift, windows, products) runs on bfloat16;
-  // the residual stream and the LayerNorms stay float32.
-  auto h = norm1(x);
-  if (attn->qkv->bf16()) h = h.to(torch::kBFloat16);
-  h = h.view({B, resolution, resolution, C});
-  if (shift > 0) h = torch::roll(h, {-shift, -shift}, {1, 2});
-  const auto windows = window_partition(h, window).view({-1, N, C});
+  // the residual stream and the LayerNorms stay float32. Where our kernels run,
+  // shift and partition are one gather of token rows and their reverse one
+  // scattered residual add (kernels/cpu/swin_bf16_kernels.h).
+  const bool bf16 = attn->qkv->bf16(), token_order = bf16 && window_tokens_apply(x, window_order);
+  torch::Tensor windows;
+  if (token_order) {
+    windows = gather_tokens_bf16(norm_to_bf16(norm1, x), window_order).view({-1, N, C});
+  } else {
+    auto h = (bf16 ? norm_to_bf16(norm1, x) : norm1(x)).view({B, resolution, resolution, C});
+    if (shift > 0) h = torch::roll(h, {-shift, -shift}, {1, 2});
+    windows = window_partition(h, window).view({-1, N, C});
+  }
   const int64_t total = windows.size(0), per_image = total / B;
   const int64_t group = largest_divisor_at_most(per_image, kSliceElements / (attn->heads * N * N));
-  auto attended = torch::empty_like(windows);
-  for (int64_t first = 0; first < total; first += group) {
-    const auto mask = attn_mask.defined() ? attn_mask.narrow(0, first % per_image, group) : torch::Tensor();
-    attended.narrow(0, first, group).copy_(attn(windows.narrow(0, first, group), mask));
+  // With the token order in bf16 the projection's bias joins the scattered add.
+  const bool proj_bias_later = token_order && attn->proj->takes_bf16(windows.narrow(0, 0, group));
+  const auto attend = [&](const torch::Tensor& part, const torch::Tensor& mask) {
+    return proj_bias_later ? attn->proj->product_bf16(attn->attend(part, mask)) : attn(part, mask);
+  };
+  torch::Tensor attended;
+  if (group == total) {
+    attended = attend(windows, attn_mask);
+  } else {
+    attended = torch::empty_like(windows);
+    for (int64_t first = 0; first < total; first += group) {
+      const auto mask = attn_mask.defined() ? attn_mask.narrow(0, first % per_image, group) : torch::Tensor();
+      attended.narrow(0, first, group).copy_(attend(windows.narrow(0, first, group), mask));
+    }
   }
-  h = window_reverse(attended.view({-1, window, window, C}), window, resolution, resolution);
-  if (shift > 0) h = torch::roll(h, {shift, shift}, {1, 2});
-  auto out = x + h.reshape({B, resolution * resolution, C});
+  torch::Tensor out;
+  if (proj_bias_later || (token_order && attended.scalar_type() == torch::kBFloat16)) {
+    out = add_scattered_tokens(x, attended.view({B, resolution * resolution, C}), window_order,
+                               proj_bias_later ? attn->proj->bias : torch::Tensor());
+  } else {
+    auto h = window_reverse(attended.view({-1, window, window, C}), window, resolution, resolution);
+    if (shift > 0) h = torch::roll(h, {shift, shift}, {1, 2});
+    out = x + h.reshape({B, resolution * resolution, C});
+  }
   const auto rows = out.view({-1, C});
   const int64_t chunk = std::max<int64_t>(1, kSliceElements / mlp->fc1->out_features);
   for (int64_t first = 0; first < rows.size(0); first += chunk) {
     auto part = rows.narrow(0, first, std::min(chunk, rows.size(0) - first));
-    part.add_(mlp(norm2(part)));
+    mlp->add_to(part, mlp->fc1->bf16() ? norm_to_bf16(norm2, part) : norm2(part));
   }
   return out;
 }

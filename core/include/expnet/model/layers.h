@@ -35,6 +35,10 @@ class LinearImpl : public torch::nn::Module {
   // As forward, but a bf16 product's output stays bfloat16, for the next bf16
   // product to take without a conversion (float32 when the product was not bf16).
   torch::Tensor forward_bf16_out(const torch::Tensor& x);
+  // x W^T as bfloat16 without the bias, for a caller that adds the bias in a
+  // pass of its own (the Swin MLP's GELU, the residual adds), when the product
+  // runs in bf16 (forward_bf16_out's bf16 case); undefined otherwise.
+  torch::Tensor product_bf16(const torch::Tensor& x);
   // bf16: keeps a bfloat16 copy of the weights (made now) for inference products
   // of at least kReducedMinRows rows (oneDNN) and for decoding steps of a few rows
   // (few_rows_linear_bf16); the output stays float32. int8: the weights
@@ -52,11 +56,12 @@ class LinearImpl : public torch::nn::Module {
 
   // Below this (bf16 and int8), oneDNN's set-up costs more than it saves.
   static constexpr int64_t kReducedMinRows = 64;
+  // A product of x runs in bf16 (oneDNN): product_bf16(x) is defined.
+  bool takes_bf16(const torch::Tensor& x) const;
 
  private:
   // The bfloat16 copy may serve x: inference, x on its device, the copy current.
   bool bf16_copy_fresh(const torch::Tensor& x) const;
-  bool takes_bf16(const torch::Tensor& x) const;
   // The weight laid out for decoding steps of several images, made on first use.
   std::shared_ptr<PackedWeightCache> packed_weight_;
   bool takes_int8(const torch::Tensor& x) const;

@@ -20,6 +20,8 @@ class SwinWindowAttentionImpl : public torch::nn::Module {
   SwinWindowAttentionImpl(int64_t dim, int64_t window, int64_t heads, bool qkv_bias);
   // x: (windows*B) x w*w x C; mask: windows x w*w x w*w (0 / -100) or undefined.
   torch::Tensor forward(const torch::Tensor& x, const torch::Tensor& mask);
+  // forward without the output projection (proj): the heads' outputs, (windows*B) x w*w x C.
+  torch::Tensor attend(const torch::Tensor& x, const torch::Tensor& mask);
   torch::Tensor relative_position_bias();  // heads x w*w x w*w
 
   int64_t dim, window, heads;
@@ -28,6 +30,11 @@ class SwinWindowAttentionImpl : public torch::nn::Module {
   torch::Tensor relative_position_bias_table;  // (2w-1)^2 x heads
   torch::Tensor relative_position_index;       // buffer, w*w x w*w int64
   Linear qkv{nullptr}, proj{nullptr};
+
+ private:
+  torch::Tensor bias_kept_;  // relative_position_bias() in inference, for the table's version
+  int64_t bias_kept_version_ = -1;
+  const void* bias_kept_table_ = nullptr;
 };
 TORCH_MODULE(SwinWindowAttention);
 
@@ -35,6 +42,9 @@ class SwinMlpImpl : public torch::nn::Module {
  public:
   SwinMlpImpl(int64_t dim, int64_t hidden);
   torch::Tensor forward(const torch::Tensor& x);
+  // residual += forward(x) in inference (residual float32, contiguous); in
+  // bf16 the biases join the GELU and the add (kernels/cpu/swin_bf16_kernels.h).
+  void add_to(torch::Tensor& residual, const torch::Tensor& x);
   double drop = 0;
   Linear fc1{nullptr}, fc2{nullptr};
 };
@@ -50,6 +60,7 @@ class SwinBlockImpl : public torch::nn::Module {
   int64_t dim, resolution, window, shift;
   double drop_path = 0;
   torch::Tensor attn_mask;  // buffer when shift > 0: windows x w*w x w*w
+  torch::Tensor window_order;  // not a buffer: the windows' token order for the bf16 CPU kernels
   LayerNorm norm1{nullptr}, norm2{nullptr};
   SwinWindowAttention attn{nullptr};
   SwinMlp mlp{nullptr};

@@ -278,6 +278,89 @@ void packed_rows(const Operands& op, const float* panels, int64_t rows, int64_t 
   }
 }
 
+// bf16 decoding on CPUs with AVX512_BF16: x rounded to bfloat16 once per
+// call, then vdpbf16ps multiplies 32 weight/input pairs per instruction into
+// float32 sums. The widening kernels above spend two instructions per 16
+// weights before their FMAs and run out of arithmetic before memory does;
+// this one measured 0.38-0.52x the float32 kernel's time over a decoding
+// step's matrices, against 0.64-0.71x (docs/performance.md, "bfloat16").
+#define EXPNET_AVX512BF16_TARGET __attribute__((target("avx512f,avx512bw,avx512vl,avx512bf16")))
+
+struct DotOperands {
+  const uint16_t* x;  // rows of `stride` bfloat16 values, zero past `in`
+  const uint16_t* w;
+  const float* b;  // or nullptr
+  float* y;
+  int64_t in, out, stride;
+};
+
+// Rounds x's rows to bfloat16 (to nearest even, as at::BFloat16 does) into
+// rows of `stride` values (a multiple of 32), zero-padded.
+EXPNET_AVX512BF16_TARGET void round_rows_to_bf16(const float* x, int64_t rows, int64_t in, int64_t stride,
+                                                 uint16_t* out) {
+  for (int64_t r = 0; r < rows; ++r) {
+    uint16_t* row = out + r * stride;
+    for (int64_t k = 0; k < stride; k += 16) {
+      const int64_t lanes = std::clamp<int64_t>(in - k, 0, 16);
+      const auto mask = static_cast<__mmask16>((1u << lanes) - 1);
+      const __m256bh rounded = _mm512_cvtneps_pbh(_mm512_maskz_loadu_ps(mask, x + r * in + k));
+      _mm256_storeu_si256(reinterpret_cast<__m256i*>(row + k), reinterpret_cast<const __m256i&>(rounded));
+    }
+  }
+}
+
+// O weight rows x R input rows; the prefetch 4 KB ahead into L2 (hint T2)
+// measured faster than into L1 here.
+template <int R, int O>
+EXPNET_AVX512BF16_TARGET void rows_dot_block(const DotOperands& op, int64_t o) {
+  const int64_t in = op.in, whole = in / 32 * 32;
+  __m512 acc[O][R];
+  for (int j = 0; j < O; ++j)
+    for (int r = 0; r < R; ++r) acc[j][r] = _mm512_setzero_ps();
+  const uint16_t* w = op.w + o * in;
+  for (int64_t k = 0; k < in; k += 32) {
+    __m512i wv[O];
+    if (k < whole) {
+      for (int j = 0; j < O; ++j) _mm_prefetch(reinterpret_cast<const char*>(w + j * in + k + 2048), _MM_HINT_T2);
+      for (int j = 0; j < O; ++j) wv[j] = _mm512_loadu_si512(w + j * in + k);
+    } else {
+      const auto mask = static_cast<__mmask32>((1ull << (in - k)) - 1);
+      for (int j = 0; j < O; ++j) wv[j] = _mm512_maskz_loadu_epi16(mask, w + j * in + k);
+    }
+    for (int r = 0; r < R; ++r) {
+      const __m512i xv = _mm512_loadu_si512(op.x + r * op.stride + k);
+      for (int j = 0; j < O; ++j)
+        acc[j][r] = _mm512_dpbf16_ps(acc[j][r], reinterpret_cast<const __m512bh&>(wv[j]),
+                                     reinterpret_cast<const __m512bh&>(xv));
+    }
+  }
+  for (int j = 0; j < O; ++j)
+    for (int r = 0; r < R; ++r)
+      op.y[r * op.out + o + j] = _mm512_reduce_add_ps(acc[j][r]) + (op.b ? op.b[o + j] : 0.0f);
+}
+
+// Four weight rows at a time up to 6 input rows (24 accumulators), two above.
+template <int R>
+void rows_dot(const DotOperands& op, int64_t first, int64_t last) {
+  constexpr int O = R <= 6 ? 4 : 2;
+  int64_t o = first;
+  for (; o + O <= last; o += O) rows_dot_block<R, O>(op, o);
+  for (; o < last; ++o) rows_dot_block<R, 1>(op, o);
+}
+
+using DotKernel = void (*)(const DotOperands&, int64_t, int64_t);
+DotKernel dot_kernel_for(int64_t rows_count) {
+  static const DotKernel table[] = {rows_dot<1>, rows_dot<2>, rows_dot<3>, rows_dot<4>,
+                                    rows_dot<5>, rows_dot<6>, rows_dot<7>, rows_dot<8>};
+  static_assert(sizeof(table) / sizeof(table[0]) == kFewRowsLimit, "one kernel per row count");
+  return table[rows_count - 1];
+}
+
+bool cpu_has_avx512_bf16() {
+  static const bool has = __builtin_cpu_supports("avx512bf16");
+  return has;
+}
+
 bool cpu_has_avx512() {
   static const bool has = __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
                           __builtin_cpu_supports("avx512vl");
@@ -323,6 +406,7 @@ template <typename W>
 RowsKernel<W> kernel_for(int64_t rows_count, FewRowsIsa isa) {
   switch (isa) {
 #ifdef EXPNET_HAVE_AVX2_PATH
+    case FewRowsIsa::avx512_bf16:  // its own kernels are for bf16 weights (few_rows_linear_bf16)
     case FewRowsIsa::avx512: return pick<Avx512, W>(rows_count);
     case FewRowsIsa::avx2: return pick<Avx2, W>(rows_count);
 #endif
@@ -362,7 +446,7 @@ bool few_rows_linear_applies(const at::Tensor& x, const at::Tensor& weight) {
 
 FewRowsIsa best_few_rows_isa() {
 #ifdef EXPNET_HAVE_AVX2_PATH
-  if (cpu_has_avx512() && cpu_has_avx2_fma()) return FewRowsIsa::avx512;
+  if (cpu_has_avx512() && cpu_has_avx2_fma()) return cpu_has_avx512_bf16() ? FewRowsIsa::avx512_bf16 : FewRowsIsa::avx512;
   if (cpu_has_avx2_fma()) return FewRowsIsa::avx2;
 #endif
   return FewRowsIsa::portable;
@@ -416,7 +500,7 @@ at::Tensor linear_step(const at::Tensor& x, const at::Tensor& weight, const at::
   }
 #ifdef EXPNET_HAVE_AVX2_PATH
   // Bound by arithmetic: each thread takes whole panels, or whole blocks of the AVX2 kernel.
-  if (isa == FewRowsIsa::avx512) {
+  if (isa >= FewRowsIsa::avx512) {
     PackedWeightCache for_this_call;  // callers without a cache (tests) pack for the call alone
     const auto packed = (cache ? *cache : for_this_call).get(weight);
     const float* panels = packed->panels.data_ptr<float>();
@@ -444,9 +528,21 @@ at::Tensor few_rows_linear_bf16(const at::Tensor& x, const at::Tensor& weight_bf
   if (!few_rows_linear_bf16_applies(x, weight_bf16) || !bias_fits(bias, weight_bf16))
     throw std::invalid_argument("few_rows_linear_bf16: needs float32 x of at most 8 rows, a contiguous bfloat16 "
                                 "weight and a float32 bias, on the CPU, without autograd");
-  const int64_t in = weight_bf16.size(1), out = weight_bf16.size(0);
+  const int64_t in = weight_bf16.size(1), out = weight_bf16.size(0), rows_count = x.numel() / in;
   const auto product = step_product(x, static_cast<const uint16_t*>(weight_bf16.data_ptr()), bias, in, out);
-  const auto kernel = kernel_for<uint16_t>(x.numel() / in, isa);
+#ifdef EXPNET_HAVE_AVX2_PATH
+  if (isa == FewRowsIsa::avx512_bf16) {
+    const int64_t stride = (in + 31) / 32 * 32;
+    thread_local std::vector<uint16_t> rounded_x;
+    rounded_x.resize(static_cast<size_t>(rows_count * stride));
+    round_rows_to_bf16(product.op.x, rows_count, in, stride, rounded_x.data());
+    const DotOperands op{rounded_x.data(), product.op.w, product.op.b, product.op.y, in, out, stride};
+    const auto kernel = dot_kernel_for(rows_count);
+    parallel_step(out, 4, [&](int64_t first, int64_t last) { kernel(op, first, last); });
+    return product.y;
+  }
+#endif
+  const auto kernel = kernel_for<uint16_t>(rows_count, isa);
   parallel_step(out, 4, [&](int64_t first, int64_t last) { kernel(product.op, first, last); });
   return product.y;
 }

@@ -38,13 +38,17 @@ at::Tensor few_rows_linear(const at::Tensor& x, const at::Tensor& weight, const 
                            PackedWeightCache& cache);
 
 // The kernels, ordered; few_rows_linear uses the best one this CPU runs.
-enum class FewRowsIsa { portable = 0, avx2 = 1, avx512 = 2 };
+// avx512_bf16 (AVX512_BF16) differs from avx512 only for bf16 weights.
+enum class FewRowsIsa { portable = 0, avx2 = 1, avx512 = 2, avx512_bf16 = 3 };
 FewRowsIsa best_few_rows_isa();
 
 // bf16 decoding (--precision bf16): the same row kernels reading a bfloat16
 // copy of the weight, half the bytes of a step that is bound by reading them.
-// Each weight is widened to float32 in registers; x, the bias, the sums and y
-// stay float32, so y is the float32 product with the rounded weights.
+// With avx512_bf16, x is rounded to bfloat16 too and vdpbf16ps sums the
+// products in float32, so y is the float32 product of the rounded x and
+// weights; with the other kernels each weight is widened to float32 in
+// registers and x stays float32, so y is the product with the rounded weights.
+// The bias, the sums and y are float32 in both.
 // Applies to float32 x of 1 to kFewRowsLimit rows and a contiguous bfloat16
 // weight on the CPU without autograd; few_rows_linear_bf16 refuses others
 // (std::invalid_argument), and a CPU without `isa`.
