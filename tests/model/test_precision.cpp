@@ -195,6 +195,23 @@ class TestPrecision : public QObject {
     const auto expected = torch::softmax(scores.to(torch::kFloat) + bias + grouped_mask, -1);
     QVERIFY(mine.scalar_type() == torch::kBFloat16);
     QVERIFY2((mine.to(torch::kFloat) - expected).abs().max().item<double>() < 4e-3, "window softmax");
+    auto scaled = scores.clone();
+    window_softmax_bf16_(scaled, bias, mask, 0.25);
+    const auto scaled_ref = torch::softmax(scores.to(torch::kFloat) * 0.25 + bias + grouped_mask, -1);
+    QVERIFY2((scaled.to(torch::kFloat) - scaled_ref).abs().max().item<double>() < 4e-3, "scaled window softmax");
+    // q, k transposed and v split into heads: LibTorch's reshape and permute, made contiguous.
+    const auto qkv = torch::randn({3, 10, 3 * 24}).to(torch::kBFloat16);
+    const auto heads = qkv.view({3, 10, 3, 4, 6}).permute({2, 0, 3, 1, 4});
+    const auto split = split_heads_bf16(qkv, 4);
+    QVERIFY(torch::equal(split.q, heads[0]) && torch::equal(split.v, heads[2]));
+    QVERIFY(torch::equal(split.k_transposed, heads[1].transpose(-2, -1)) && split.k_transposed.is_contiguous());
+    const auto qkv_bias = torch::randn({3 * 24});
+    const auto biased = split_heads_bf16(qkv, 4, qkv_bias);
+    const auto heads_biased = (qkv.to(torch::kFloat) + qkv_bias).to(torch::kBFloat16).view({3, 10, 3, 4, 6}).permute({2, 0, 3, 1, 4});
+    QVERIFY(torch::equal(biased.q, heads_biased[0]) && torch::equal(biased.v, heads_biased[2]) &&
+            torch::equal(biased.k_transposed, heads_biased[1].transpose(-2, -1)));
+    QVERIFY(!split_heads_bf16_applies(qkv, 5));
+    QVERIFY(!split_heads_bf16_applies(qkv, 4, torch::randn({24})));
     auto plain = scores.clone();
     window_softmax_bf16_(plain, bias, {});
     QVERIFY((plain.to(torch::kFloat) - torch::softmax(scores.to(torch::kFloat) + bias, -1)).abs().max().item<double>() < 4e-3);

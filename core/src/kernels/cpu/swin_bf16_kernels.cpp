@@ -9,6 +9,7 @@
 #include <cmath>
 #include <cstring>
 #include <stdexcept>
+#include <vector>
 
 #if defined(__x86_64__) && defined(__GNUC__)
 #include <immintrin.h>
@@ -48,6 +49,7 @@ EXPNET_BF16_TARGET inline __m512 load_bf16(const uint16_t* p, __mmask16 lanes) {
 
 struct Rows {
   uint16_t* scores;
+  float scale;  // of the scores, before the bias
   const float* bias;
   const float* mask;  // or nullptr
   int64_t heads, n, mask_windows;
@@ -64,7 +66,7 @@ EXPNET_BF16_TARGET void softmax_rows(const Rows& op, int64_t first, int64_t last
     __m512 top = _mm512_set1_ps(-INFINITY);
     for (int64_t c = 0; c < vectors; ++c) {
       const auto lanes = static_cast<__mmask16>((1u << std::min<int64_t>(16, n - 16 * c)) - 1);
-      __m512 t = _mm512_add_ps(load_bf16(x + 16 * c, lanes), _mm512_maskz_loadu_ps(lanes, b + 16 * c));
+      __m512 t = _mm512_fmadd_ps(load_bf16(x + 16 * c, lanes), _mm512_set1_ps(op.scale), _mm512_maskz_loadu_ps(lanes, b + 16 * c));
       if (m) t = _mm512_add_ps(t, _mm512_maskz_loadu_ps(lanes, m + 16 * c));
       v[c] = _mm512_mask_blend_ps(lanes, _mm512_set1_ps(-INFINITY), t);  // lanes past n add exp(-inf) = 0
       top = _mm512_max_ps(top, v[c]);
@@ -134,7 +136,10 @@ EXPNET_BF16_TARGET void layer_norm_rows(const NormRows& op, int64_t first, int64
 EXPNET_BF16_TARGET inline __m512 gelu16(__m512 x) {
   const __m512 z = _mm512_mul_ps(x, _mm512_set1_ps(0.70710678118654752f));
   const __m512 a = _mm512_abs_ps(z);
-  const __m512 t = _mm512_div_ps(_mm512_set1_ps(1.0f), _mm512_fmadd_ps(a, _mm512_set1_ps(0.3275911f), _mm512_set1_ps(1.0f)));
+  // t = 1 / (1 + p a): rcp14 and one Newton step (relative error ~1e-8), where a division costs several times more.
+  const __m512 y = _mm512_fmadd_ps(a, _mm512_set1_ps(0.3275911f), _mm512_set1_ps(1.0f));
+  const __m512 r = _mm512_rcp14_ps(y);
+  const __m512 t = _mm512_mul_ps(r, _mm512_fnmadd_ps(y, r, _mm512_set1_ps(2.0f)));
   __m512 poly = _mm512_set1_ps(1.061405429f);
   poly = _mm512_fmadd_ps(poly, t, _mm512_set1_ps(-1.453152027f));
   poly = _mm512_fmadd_ps(poly, t, _mm512_set1_ps(1.421413741f));
@@ -166,6 +171,19 @@ EXPNET_BF16_TARGET void add_widened(const float* x, const uint16_t* rows, const 
     __m512 sum = _mm512_add_ps(_mm512_maskz_loadu_ps(lanes, x + k), load_bf16(rows + k, lanes));
     if (bias) sum = _mm512_add_ps(sum, _mm512_maskz_loadu_ps(lanes, bias + k));
     _mm512_mask_storeu_ps(out + k, lanes, sum);
+  }
+}
+
+// out[k] = bfloat16(widen(x[k]) + bias[k]) for k < c (a copy when bias is null).
+EXPNET_BF16_TARGET void add_bias_bf16(const uint16_t* x, const float* bias, uint16_t* out, int64_t c) {
+  if (!bias) {
+    std::memcpy(out, x, c * sizeof(uint16_t));
+    return;
+  }
+  for (int64_t k = 0; k < c; k += 16) {
+    const auto lanes = static_cast<__mmask16>((1u << std::min<int64_t>(16, c - k)) - 1);
+    const __m256bh rounded = _mm512_cvtneps_pbh(_mm512_add_ps(load_bf16(x + k, lanes), _mm512_maskz_loadu_ps(lanes, bias + k)));
+    _mm256_mask_storeu_epi16(out + k, lanes, reinterpret_cast<const __m256i&>(rounded));
   }
 }
 
@@ -208,13 +226,13 @@ bool window_softmax_bf16_applies(const at::Tensor& scores, const at::Tensor& bia
          scores.size(0) % mask.size(0) == 0 && mask.size(1) == n && mask.size(2) == n;
 }
 
-void window_softmax_bf16_(at::Tensor& scores, const at::Tensor& bias, const at::Tensor& mask) {
+void window_softmax_bf16_(at::Tensor& scores, const at::Tensor& bias, const at::Tensor& mask, double scale) {
   if (!window_softmax_bf16_applies(scores, bias, mask))
     throw std::invalid_argument("window_softmax_bf16_: needs an AVX512_BF16 CPU, contiguous bfloat16 scores "
                                 "(windows x heads x N x N, N <= 256), a float32 bias (heads x N x N) and an optional "
                                 "float32 mask (W x N x N, W dividing the windows)");
 #ifdef EXPNET_HAVE_SWIN_BF16_KERNELS
-  const Rows op{static_cast<uint16_t*>(scores.data_ptr()), bias.data_ptr<float>(),
+  const Rows op{static_cast<uint16_t*>(scores.data_ptr()), static_cast<float>(scale), bias.data_ptr<float>(),
                 mask.defined() ? mask.data_ptr<float>() : nullptr, scores.size(1), scores.size(2),
                 mask.defined() ? mask.size(0) : 1};
   parallel_step(scores.numel() / op.n, 256, [&](int64_t first, int64_t last) { softmax_rows(op, first, last); });
@@ -284,6 +302,46 @@ void add_rows_bf16_(at::Tensor& dst, const at::Tensor& rows, const at::Tensor& b
     for (int64_t row = first; row < last; ++row) add_widened(out + row * c, in + row * c, b, out + row * c, c);
   });
 #endif
+}
+
+bool split_heads_bf16_applies(const at::Tensor& qkv, int64_t heads, const at::Tensor& bias) {
+  if (!cpu_runs_it() || !contiguous_cpu(qkv, at::kBFloat16) || qkv.dim() != 3 || heads < 1) return false;
+  const int64_t c = qkv.size(2) / 3;
+  return qkv.size(2) == 3 * c && c % heads == 0 && c > 0 && bias_fits(bias, qkv);
+}
+
+HeadParts split_heads_bf16(const at::Tensor& qkv, int64_t heads, const at::Tensor& bias) {
+  if (!split_heads_bf16_applies(qkv, heads, bias))
+    throw std::invalid_argument("split_heads_bf16: needs an AVX512_BF16 CPU, contiguous bfloat16 qkv (windows x N x "
+                                "3C) with C a multiple of the heads, and a float32 bias of 3C (or none)");
+  const int64_t windows = qkv.size(0), n = qkv.size(1), c = qkv.size(2) / 3, d = c / heads;
+  HeadParts parts{at::empty({windows, heads, n, d}, qkv.options()), at::empty({windows, heads, d, n}, qkv.options()),
+                  at::empty({windows, heads, n, d}, qkv.options())};
+#ifdef EXPNET_HAVE_SWIN_BF16_KERNELS
+  const auto* in = static_cast<const uint16_t*>(qkv.data_ptr());
+  const float* b = bias.defined() ? bias.data_ptr<float>() : nullptr;
+  auto* q = static_cast<uint16_t*>(parts.q.data_ptr());
+  auto* kt = static_cast<uint16_t*>(parts.k_transposed.data_ptr());
+  auto* v = static_cast<uint16_t*>(parts.v.data_ptr());
+  // A task per window and head: its blocks are written by one thread alone.
+  parallel_step(windows * heads, 1, [&](int64_t first, int64_t last) {
+    std::vector<uint16_t> k_row(static_cast<size_t>(d));
+    for (int64_t task = first; task < last; ++task) {
+      const int64_t w = task / heads, h = task % heads, block = task * n * d;
+      const float* bq = b ? b + h * d : nullptr;
+      const float* bk = b ? b + c + h * d : nullptr;
+      const float* bv = b ? b + 2 * c + h * d : nullptr;
+      for (int64_t i = 0; i < n; ++i) {
+        const uint16_t* row = in + (w * n + i) * 3 * c + h * d;
+        add_bias_bf16(row, bq, q + block + i * d, d);
+        add_bias_bf16(row + 2 * c, bv, v + block + i * d, d);
+        add_bias_bf16(row + c, bk, k_row.data(), d);
+        for (int64_t e = 0; e < d; ++e) kt[block + e * n + i] = k_row[e];
+      }
+    }
+  });
+#endif
+  return parts;
 }
 
 at::Tensor shifted_window_order(int64_t resolution, int64_t window, int64_t shift) {

@@ -12,6 +12,9 @@
 //   conversion.
 // - GELU in place on the MLP's bfloat16 hidden rows, where LibTorch's bf16
 //   GELU widens, calls its erf and narrows at about 1.2 G values/s here.
+// - q, k (transposed) and v split into heads per window and head, where
+//   LibTorch's batched products copied k and v themselves and q was scaled
+//   into a copy of its own (the scale now joins the softmax).
 // - Windows as a token order: the shift (roll), window partition and reverse
 //   and the residual add, which LibTorch does in up to six passes of strided
 //   copies (as slow per element in bf16 as in float32), as one gather of whole
@@ -28,10 +31,24 @@ namespace expnet {
 // x N) whose window count divides the scores'.
 bool window_softmax_bf16_applies(const at::Tensor& scores, const at::Tensor& bias, const at::Tensor& mask);
 
-// scores[w, h, i, :] = softmax(scores[w, h, i, :] + bias[h, i, :] + mask[w % W, i, :])
+// scores[w, h, i, :] = softmax(scale scores[w, h, i, :] + bias[h, i, :] + mask[w % W, i, :])
 // in place, in float32 from the bfloat16 scores, rounded once to bfloat16 (to
 // nearest even). mask may be undefined. std::invalid_argument when it does not apply.
-void window_softmax_bf16_(at::Tensor& scores, const at::Tensor& bias, const at::Tensor& mask);
+void window_softmax_bf16_(at::Tensor& scores, const at::Tensor& bias, const at::Tensor& mask, double scale = 1.0);
+
+// True when split_heads_bf16 can run: an AVX512_BF16 CPU, contiguous CPU
+// bfloat16 qkv (windows x N x 3C) with C a multiple of heads, a bias undefined
+// or float32 of 3C.
+bool split_heads_bf16_applies(const at::Tensor& qkv, int64_t heads, const at::Tensor& bias = {});
+
+// q, k transposed and v of every head, contiguous (windows x heads x N x d,
+// windows x heads x d x N, windows x heads x N x d), from the qkv product's rows
+// (windows x N x 3C: q, k, v, each heads x d) plus the product's bias (may be
+// undefined), as the attention products take them.
+struct HeadParts {
+  at::Tensor q, k_transposed, v;
+};
+HeadParts split_heads_bf16(const at::Tensor& qkv, int64_t heads, const at::Tensor& bias = {});
 
 // True when layer_norm_to_bf16 can run: an AVX512_BF16 CPU, contiguous CPU
 // float32 x whose last dimension is that of the float32 weight and bias.
