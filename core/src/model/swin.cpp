@@ -128,16 +128,21 @@ torch::Tensor SwinWindowAttentionImpl::attend(const torch::Tensor& x, const torc
   const bool in_place = inference_only(*this);  // no autograd: update the scores in place
   const auto bias_fp32 = relative_position_bias();
   // bf16 on a CPU that runs our kernels: the qkv bias joins the split into heads.
-  const auto unbiased = in_place && qkv->takes_bf16(x) ? qkv->product_bf16(x) : torch::Tensor();
-  if (unbiased.defined() && split_heads_bf16_applies(unbiased, heads, qkv->bias)) {
-    const auto parts = split_heads_bf16(unbiased, heads, qkv->bias);
-    auto scores = torch::matmul(parts.q, parts.k_transposed);
-    if (window_softmax_bf16_applies(scores, bias_fp32, mask)) {
-      window_softmax_bf16_(scores, bias_fp32, mask, scale);
-      return torch::matmul(scores, parts.v).transpose(1, 2).reshape({B_, N, C});
+  torch::Tensor qkv_rows;
+  if (in_place && qkv->takes_bf16(x)) {
+    const auto unbiased = qkv->product_bf16(x);
+    if (split_heads_bf16_applies(unbiased, heads, qkv->bias)) {
+      const auto parts = split_heads_bf16(unbiased, heads, qkv->bias);
+      auto scores = torch::matmul(parts.q, parts.k_transposed);
+      if (window_softmax_bf16_applies(scores, bias_fp32, mask)) {
+        window_softmax_bf16_(scores, bias_fp32, mask, scale);
+        return torch::matmul(scores, parts.v).transpose(1, 2).reshape({B_, N, C});
+      }
     }
+    qkv_rows = qkv->bias.defined() ? unbiased.add(qkv->bias.to(torch::kBFloat16)) : unbiased;  // not computed twice
+  } else {
+    qkv_rows = qkv->forward_bf16_out(x);
   }
-  const auto qkv_rows = qkv->forward_bf16_out(x);
   const auto qkv_out = qkv_rows.reshape({B_, N, 3, heads, C / heads}).permute({2, 0, 3, 1, 4});
   const auto q = qkv_out[0] * scale;
   auto attn = torch::matmul(q, qkv_out[1].transpose(-2, -1));

@@ -1,6 +1,7 @@
 // See swin_bf16_kernels.h.
 #include "kernels/cpu/swin_bf16_kernels.h"
 
+#include "kernels/cpu/few_rows_linear.h"
 #include "kernels/cpu/step_threads.h"
 
 #include <ATen/Functions.h>
@@ -23,7 +24,12 @@ namespace {
 constexpr int64_t kMaxRowVectors = 16;
 
 #ifdef EXPNET_HAVE_SWIN_BF16_KERNELS
-#define EXPNET_BF16_TARGET __attribute__((target("avx512f,avx512bw,avx512vl,avx512dq,avx512bf16")))
+#define EXPNET_BF16_TARGET __attribute__((target("avx512f,avx512bw,avx512vl,avx512bf16")))
+
+// The first min(remaining, 16) lanes of a vector.
+inline __mmask16 lanes_up_to(int64_t remaining) {
+  return static_cast<__mmask16>((1u << std::clamp<int64_t>(remaining, 0, 16)) - 1);
+}
 
 // exp over 16 lanes: Cephes' expf, as exp_vectorisable in step_kernels.cpp
 // (2^n by rounding x / ln 2, the rest by a degree-6 polynomial), within 2 ulp.
@@ -65,7 +71,7 @@ EXPNET_BF16_TARGET void softmax_rows(const Rows& op, int64_t first, int64_t last
     const float* m = op.mask ? op.mask + (window % op.mask_windows * n + i) * n : nullptr;
     __m512 top = _mm512_set1_ps(-INFINITY);
     for (int64_t c = 0; c < vectors; ++c) {
-      const auto lanes = static_cast<__mmask16>((1u << std::min<int64_t>(16, n - 16 * c)) - 1);
+      const auto lanes = lanes_up_to(n - 16 * c);
       __m512 t = _mm512_fmadd_ps(load_bf16(x + 16 * c, lanes), _mm512_set1_ps(op.scale), _mm512_maskz_loadu_ps(lanes, b + 16 * c));
       if (m) t = _mm512_add_ps(t, _mm512_maskz_loadu_ps(lanes, m + 16 * c));
       v[c] = _mm512_mask_blend_ps(lanes, _mm512_set1_ps(-INFINITY), t);  // lanes past n add exp(-inf) = 0
@@ -79,7 +85,7 @@ EXPNET_BF16_TARGET void softmax_rows(const Rows& op, int64_t first, int64_t last
     }
     const __m512 scale = _mm512_set1_ps(1.0f / _mm512_reduce_add_ps(sum));
     for (int64_t c = 0; c < vectors; ++c) {
-      const auto lanes = static_cast<__mmask16>((1u << std::min<int64_t>(16, n - 16 * c)) - 1);
+      const auto lanes = lanes_up_to(n - 16 * c);
       const __m256bh rounded = _mm512_cvtneps_pbh(_mm512_mul_ps(v[c], scale));
       _mm256_mask_storeu_epi16(x + 16 * c, lanes, reinterpret_cast<const __m256i&>(rounded));
     }
@@ -149,14 +155,15 @@ EXPNET_BF16_TARGET inline __m512 gelu16(__m512 x) {
   const __m512 erf_abs = _mm512_fnmadd_ps(poly, exp16(_mm512_mul_ps(_mm512_sub_ps(_mm512_setzero_ps(), a), a)),
                                           _mm512_set1_ps(1.0f));
   // sign(z) erf(|z|): copy z's sign bit onto the non-negative erf(|z|)
-  const __m512 erf = _mm512_or_ps(erf_abs, _mm512_and_ps(z, _mm512_set1_ps(-0.0f)));
+  const __m512i sign = _mm512_and_epi32(_mm512_castps_si512(z), _mm512_set1_epi32(static_cast<int>(0x80000000u)));
+  const __m512 erf = _mm512_castsi512_ps(_mm512_or_epi32(_mm512_castps_si512(erf_abs), sign));
   return _mm512_mul_ps(_mm512_mul_ps(x, _mm512_set1_ps(0.5f)), _mm512_add_ps(erf, _mm512_set1_ps(1.0f)));
 }
 
 // A row of c values: GELU(x + bias) (bias may be null).
 EXPNET_BF16_TARGET void gelu_row(uint16_t* x, const float* bias, int64_t c) {
   for (int64_t k = 0; k < c; k += 16) {
-    const auto lanes = static_cast<__mmask16>((1u << std::min<int64_t>(16, c - k)) - 1);
+    const auto lanes = lanes_up_to(c - k);
     __m512 v = load_bf16(x + k, lanes);
     if (bias) v = _mm512_add_ps(v, _mm512_maskz_loadu_ps(lanes, bias + k));
     const __m256bh rounded = _mm512_cvtneps_pbh(gelu16(v));
@@ -167,7 +174,7 @@ EXPNET_BF16_TARGET void gelu_row(uint16_t* x, const float* bias, int64_t c) {
 // out[k] = x[k] + widen(rows[k]) + bias[k] for k < c (bias may be null; out may be x).
 EXPNET_BF16_TARGET void add_widened(const float* x, const uint16_t* rows, const float* bias, float* out, int64_t c) {
   for (int64_t k = 0; k < c; k += 16) {
-    const auto lanes = static_cast<__mmask16>((1u << std::min<int64_t>(16, c - k)) - 1);
+    const auto lanes = lanes_up_to(c - k);
     __m512 sum = _mm512_add_ps(_mm512_maskz_loadu_ps(lanes, x + k), load_bf16(rows + k, lanes));
     if (bias) sum = _mm512_add_ps(sum, _mm512_maskz_loadu_ps(lanes, bias + k));
     _mm512_mask_storeu_ps(out + k, lanes, sum);
@@ -181,7 +188,7 @@ EXPNET_BF16_TARGET void add_bias_bf16(const uint16_t* x, const float* bias, uint
     return;
   }
   for (int64_t k = 0; k < c; k += 16) {
-    const auto lanes = static_cast<__mmask16>((1u << std::min<int64_t>(16, c - k)) - 1);
+    const auto lanes = lanes_up_to(c - k);
     const __m256bh rounded = _mm512_cvtneps_pbh(_mm512_add_ps(load_bf16(x + k, lanes), _mm512_maskz_loadu_ps(lanes, bias + k)));
     _mm256_mask_storeu_epi16(out + k, lanes, reinterpret_cast<const __m256i&>(rounded));
   }
@@ -190,7 +197,7 @@ EXPNET_BF16_TARGET void add_bias_bf16(const uint16_t* x, const float* bias, uint
 // bfloat16 of c floats, rounded to nearest even.
 EXPNET_BF16_TARGET void round_row(const float* x, uint16_t* out, int64_t c) {
   for (int64_t k = 0; k < c; k += 16) {
-    const auto lanes = static_cast<__mmask16>((1u << std::min<int64_t>(16, c - k)) - 1);
+    const auto lanes = lanes_up_to(c - k);
     const __m256bh rounded = _mm512_cvtneps_pbh(_mm512_maskz_loadu_ps(lanes, x + k));
     _mm256_mask_storeu_epi16(out + k, lanes, reinterpret_cast<const __m256i&>(rounded));
   }
@@ -198,16 +205,8 @@ EXPNET_BF16_TARGET void round_row(const float* x, uint16_t* out, int64_t c) {
 
 #endif
 
-bool cpu_runs_it() {
-#ifdef EXPNET_HAVE_SWIN_BF16_KERNELS
-  static const bool runs = __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
-                           __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512dq") &&
-                           __builtin_cpu_supports("avx512bf16");
-  return runs;
-#else
-  return false;
-#endif
-}
+// The instruction sets these kernels are compiled for, as the decoding kernels detect them.
+bool cpu_runs_it() { return best_few_rows_isa() == FewRowsIsa::avx512_bf16; }
 
 bool contiguous_cpu(const at::Tensor& t, at::ScalarType type) {
   return t.defined() && t.device().is_cpu() && t.scalar_type() == type && t.is_contiguous();
