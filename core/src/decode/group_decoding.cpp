@@ -28,10 +28,13 @@ struct LayerCaches {
   DynamicExpansionImpl::StackedInputs stacked_inputs;    // the five linears that read x, in one
 };
 
+// Left uninitialised past `used`: a step writes every position it feeds
+// before anything reads it, and reads stop at the positions fed (zero-filling
+// the official model's element caches took 0.6 ms per image).
 torch::Tensor grown(const torch::Tensor& old, int64_t capacity, int64_t used) {
   auto sizes = old.sizes().vec();
   sizes[1] = capacity;
-  auto out = torch::zeros(sizes, old.options());
+  auto out = torch::empty(sizes, old.options());
   if (used > 0) out.narrow(1, 0, used).copy_(old.narrow(1, 0, used));
   return out;
 }

@@ -128,6 +128,21 @@ EXPNET_AVX512_TARGET inline __m512 load16(const uint16_t* p, __mmask16 mask) {
   return widen16(_mm256_maskz_loadu_epi16(mask, p));
 }
 
+// The lane sums of four vectors as one vector [sum a, sum b, sum c, sum d]:
+// 12 shuffles and adds instead of four reductions of 8 each. A bf16 block of
+// 4 x 5 sums over 512 inputs otherwise spends as long reducing as multiplying.
+EXPNET_AVX512_TARGET inline __m128 sum_each_of_four(__m512 a, __m512 b, __m512 c, __m512 d) {
+  // Quarters [a0+a2, a1+a3, b0+b2, b1+b3], the same for c and d, then quarter q
+  // holds four partial sums of the q-th vector.
+  const __m512 ab = _mm512_add_ps(_mm512_shuffle_f32x4(a, b, 0x44), _mm512_shuffle_f32x4(a, b, 0xEE));
+  const __m512 cd = _mm512_add_ps(_mm512_shuffle_f32x4(c, d, 0x44), _mm512_shuffle_f32x4(c, d, 0xEE));
+  const __m512 q = _mm512_add_ps(_mm512_shuffle_f32x4(ab, cd, 0x88), _mm512_shuffle_f32x4(ab, cd, 0xDD));
+  const __m512 pairs = _mm512_add_ps(q, _mm512_shuffle_ps(q, q, _MM_SHUFFLE(2, 3, 0, 1)));
+  const __m512 whole = _mm512_add_ps(pairs, _mm512_shuffle_ps(pairs, pairs, _MM_SHUFFLE(1, 0, 3, 2)));
+  const __m512i firsts = _mm512_setr_epi32(0, 4, 8, 12, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0);
+  return _mm512_castps512_ps128(_mm512_permutexvar_ps(firsts, whole));
+}
+
 // acc[j][r] += w[j * in + k .. +16] * x[r * in + k .. +16]: all 16 lanes, or
 // (Masked) over the lanes of mask.
 template <int R, int O, bool Masked, typename W>
@@ -143,12 +158,14 @@ EXPNET_AVX512_TARGET inline void fma_chunk(__m512 (&acc)[O][R], const W* w, cons
 
 // AVX-512: four weight rows at a time (four streams keep the hardware
 // prefetcher busy; 4R accumulators fit the 32 registers up to R = 6), and an
-// explicit prefetch 4 KB ahead, once per cache line of each row, which
-// measured 10-15% faster. The tail of a row that is not a multiple of 16 goes
+// explicit prefetch 32 KB ahead into L2, once per cache line of each row: a
+// decoding step's weights (66 MB at official size) stream from memory, and
+// at 4 KB into L1 a step's products took 1.4-1.6x as long (docs/performance.md,
+// "Prefetching further ahead"). The tail of a row that is not a multiple of 16 goes
 // through a masked load.
 template <int R, int O, typename W>
 EXPNET_AVX512_TARGET void rows_avx512_block(const OperandsOf<W>& op, int64_t o) {
-  constexpr int64_t kPrefetchAhead = 4096 / sizeof(W);  // weights
+  constexpr int64_t kPrefetchAhead = 32768 / sizeof(W);  // weights
   constexpr int64_t kLine = 64 / sizeof(W);              // weights per cache line
   const int64_t in = op.in, lines = in / kLine * kLine;
   __m512 acc[O][R];
@@ -157,7 +174,7 @@ EXPNET_AVX512_TARGET void rows_avx512_block(const OperandsOf<W>& op, int64_t o) 
   const W* w = op.w + o * in;
   int64_t k = 0;
   for (; k < lines; k += kLine) {
-    for (int j = 0; j < O; ++j) _mm_prefetch(reinterpret_cast<const char*>(w + j * in + k + kPrefetchAhead), _MM_HINT_T0);
+    for (int j = 0; j < O; ++j) _mm_prefetch(reinterpret_cast<const char*>(w + j * in + k + kPrefetchAhead), _MM_HINT_T1);
     for (int64_t c = 0; c < kLine; c += 16) fma_chunk<R, O, false, W>(acc, w, op.x, in, k + c);
   }
   for (; k + 16 <= in; k += 16) fma_chunk<R, O, false, W>(acc, w, op.x, in, k);
@@ -309,8 +326,8 @@ EXPNET_AVX512BF16_TARGET void round_rows_to_bf16(const float* x, int64_t rows, i
   }
 }
 
-// O weight rows x R input rows; the prefetch 4 KB ahead into L2 (hint T2)
-// measured faster than into L1 here.
+// O weight rows x R input rows; the prefetch 32 KB ahead into L2, as the
+// float32 kernel's.
 template <int R, int O>
 EXPNET_AVX512BF16_TARGET void rows_dot_block(const DotOperands& op, int64_t o) {
   const int64_t in = op.in, whole = in / 32 * 32;
@@ -321,7 +338,7 @@ EXPNET_AVX512BF16_TARGET void rows_dot_block(const DotOperands& op, int64_t o) {
   for (int64_t k = 0; k < in; k += 32) {
     __m512i wv[O];
     if (k < whole) {
-      for (int j = 0; j < O; ++j) _mm_prefetch(reinterpret_cast<const char*>(w + j * in + k + 2048), _MM_HINT_T2);
+      for (int j = 0; j < O; ++j) _mm_prefetch(reinterpret_cast<const char*>(w + j * in + k + 16384), _MM_HINT_T1);
       for (int j = 0; j < O; ++j) wv[j] = _mm512_loadu_si512(w + j * in + k);
     } else {
       const auto mask = static_cast<__mmask32>((1ull << (in - k)) - 1);
@@ -334,9 +351,16 @@ EXPNET_AVX512BF16_TARGET void rows_dot_block(const DotOperands& op, int64_t o) {
                                      reinterpret_cast<const __m512bh&>(xv));
     }
   }
-  for (int j = 0; j < O; ++j)
+  if constexpr (O == 4) {
+    const __m128 bias = op.b ? _mm_loadu_ps(op.b + o) : _mm_setzero_ps();
     for (int r = 0; r < R; ++r)
-      op.y[r * op.out + o + j] = _mm512_reduce_add_ps(acc[j][r]) + (op.b ? op.b[o + j] : 0.0f);
+      _mm_storeu_ps(op.y + r * op.out + o,
+                    _mm_add_ps(sum_each_of_four(acc[0][r], acc[1][r], acc[2][r], acc[3][r]), bias));
+  } else {
+    for (int j = 0; j < O; ++j)
+      for (int r = 0; r < R; ++r)
+        op.y[r * op.out + o + j] = _mm512_reduce_add_ps(acc[j][r]) + (op.b ? op.b[o + j] : 0.0f);
+  }
 }
 
 // Four weight rows at a time up to 6 input rows (24 accumulators), two above.
