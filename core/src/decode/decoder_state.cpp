@@ -55,28 +55,28 @@ torch::Tensor DecoderState::step_hidden(const torch::Tensor& tokens) {
     auto& cache = layers_[l];
     if (layer.self_att) {
       RECORD_USER_SCOPE("expnet::decoder_step.self_attention");
-      y = y + layer.self_att->step(layer.norm_1(y), self_attention_[l]);
+      y = y + layer.self_att->step(caches_->norm(*layer.norm_1, y), self_attention_[l]);
     } else {
       RECORD_USER_SCOPE("expnet::decoder_step.dynamic_expansion");
       // The new position's five linear outputs in one matmul.
-      const auto x = layer.norm_1(y);
+      const auto x = caches_->norm(*layer.norm_1, y);
       const auto parts = cache.stacked_inputs.step(x).view({x.size(0), -1});  // rows x 5d
       y = y + caches_->expansion(l, *layer.dyn_exp, parts, length_);
     }
     {
       RECORD_USER_SCOPE("expnet::decoder_step.cross_attention");
-      y = y + caches_->cross_attention(*layer.mha, cache, layer.norm_2(y), rows_);
+      y = y + caches_->cross_attention(*layer.mha, cache, caches_->norm(*layer.norm_2, y), rows_);
     }
     {
       RECORD_USER_SCOPE("expnet::decoder_step.feed_forward");
-      y = y + layer.ff(layer.norm_3(y));
+      y = y + layer.ff(caches_->norm(*layer.norm_3, y));
     }
     outputs.push_back(y);
   }
   y = y + model_->dec_reduce_group(torch::cat(outputs, -1));
   caches_->end_step(rows(), length_);
   ++length_;
-  return model_->dec_reduce_norm(y).squeeze(1);
+  return caches_->norm(*model_->dec_reduce_norm, y).squeeze(1);
 }
 
 void DecoderState::reorder(const torch::Tensor& indices) {

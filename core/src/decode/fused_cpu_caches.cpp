@@ -41,6 +41,8 @@ class FusedCpuCaches final : public StepCaches {
     return mha.out_linear(cross_attention_cpu(q_rows, cache.keys_t, cache.values, rows.on_host, 1.0 / scale).unsqueeze(1));
   }
 
+  torch::Tensor norm(LayerNormImpl& layer, const torch::Tensor& x) override { return step_layer_norm(layer, x, true); }
+
   torch::Tensor log_probs(ExpansionNetImpl& model, const torch::Tensor& hidden) override {
     // log_probs()'s values, log_softmax(vocab_linear(hidden)), with the softmax in the
     // decoding threads; under log_probs()'s profiler label so profiles read the same.
@@ -77,6 +79,12 @@ class FusedCpuCaches final : public StepCaches {
 
 std::unique_ptr<StepCaches> make_fused_cpu_caches(size_t layers, int64_t images, int64_t max_positions) {
   return std::make_unique<FusedCpuCaches>(layers, images, max_positions);
+}
+
+torch::Tensor step_layer_norm(LayerNormImpl& layer, const torch::Tensor& x, bool cpu_kernels) {
+  if (cpu_kernels && layer_norm_rows_cpu_applies(x, layer.weight, layer.bias))
+    return layer_norm_rows_cpu(x, layer.weight, layer.bias, layer.eps);
+  return layer.forward(x);
 }
 
 }  // namespace expnet

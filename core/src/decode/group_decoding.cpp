@@ -14,6 +14,7 @@
 
 #include "expnet/model/expansion_net.h"
 #include "expnet/model/pnaic.h"
+#include "decode/fused_cpu_caches.h"
 #include "kernels/cpu/step_kernels.h"
 
 namespace expnet {
@@ -45,13 +46,6 @@ torch::Tensor vocab_log_probs(ExpansionNetImpl& model, const torch::Tensor& hidd
   RECORD_USER_SCOPE("expnet::vocab_projection");
   const auto logits = model.vocab_linear(hidden);
   return log_softmax_rows_cpu(logits.view({-1, logits.size(-1)})).view(logits.sizes());
-}
-
-// A LayerNorm of the step's rows, on this thread when the fused path runs.
-torch::Tensor norm(LayerNormImpl& layer, const torch::Tensor& x, bool fused) {
-  if (fused && layer_norm_rows_cpu_applies(x, layer.weight, layer.bias))
-    return layer_norm_rows_cpu(x, layer.weight, layer.bias, layer.eps);
-  return layer.forward(x);
 }
 
 }  // namespace
@@ -199,7 +193,7 @@ at::Tensor GroupDecoderState::step(const at::Tensor& tokens_in, const at::Tensor
     auto& caches = s.layers[l];
     {
       RECORD_USER_SCOPE("expnet::decoder_step.dynamic_expansion");
-      const auto x = norm(*layer.norm_1, y, s.fused);
+      const auto x = step_layer_norm(*layer.norm_1, y, s.fused);
       if (s.fused) {
         const auto& stacked = caches.stacked_inputs;
         const auto parts = stacked.step(x);  // R x K x 5d
@@ -211,7 +205,7 @@ at::Tensor GroupDecoderState::step(const at::Tensor& tokens_in, const at::Tensor
     }
     {
       RECORD_USER_SCOPE("expnet::decoder_step.cross_attention");
-      const auto q_in = norm(*layer.norm_2, y, s.fused);
+      const auto q_in = step_layer_norm(*layer.norm_2, y, s.fused);
       if (s.fused) {
         auto& mha = *layer.mha;
         const auto q = mha.Wq(q_in).view({R * P, d});
@@ -224,14 +218,14 @@ at::Tensor GroupDecoderState::step(const at::Tensor& tokens_in, const at::Tensor
     }
     {
       RECORD_USER_SCOPE("expnet::decoder_step.feed_forward");
-      y = y + layer.ff(norm(*layer.norm_3, y, s.fused));
+      y = y + layer.ff(step_layer_norm(*layer.norm_3, y, s.fused));
     }
     outputs.push_back(y);
   }
   y = y + model.dec_reduce_group(torch::cat(outputs, -1));
   ++s.steps;
   s.fed += P;
-  const auto hidden = norm(*model.dec_reduce_norm, y, s.fused);
+  const auto hidden = step_layer_norm(*model.dec_reduce_norm, y, s.fused);
   const auto log_probs = s.fused ? vocab_log_probs(model, hidden) : model.log_probs(hidden);
   if (!compact || P == s.K) return log_probs;
   // The ended groups' rows: nothing was computed for them (callers skip them).

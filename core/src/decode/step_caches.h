@@ -25,6 +25,8 @@ class StepCaches {
   // Cross-attention of the step's queries (rows x 1 x d, before Wq).
   virtual torch::Tensor cross_attention(CrossAttentionImpl& mha, const CrossAttentionCache& cache,
                                         const torch::Tensor& q_in, const RowImages& rows) = 0;
+  // A LayerNorm of the step's rows.
+  virtual torch::Tensor norm(LayerNormImpl& layer, const torch::Tensor& x) = 0;
   // The next token's log-probabilities from the decoder output (rows x d_model).
   virtual torch::Tensor log_probs(ExpansionNetImpl& model, const torch::Tensor& hidden) = 0;
   // After the step fed position t.

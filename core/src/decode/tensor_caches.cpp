@@ -107,6 +107,8 @@ class TensorCaches final : public StepCaches {
     return cross_attention_tensors(mha, cache, q_in, rows);
   }
 
+  torch::Tensor norm(LayerNormImpl& layer, const torch::Tensor& x) override { return layer.forward(x); }
+
   torch::Tensor log_probs(ExpansionNetImpl& model, const torch::Tensor& hidden) override {
     return model.log_probs(hidden);
   }
