@@ -160,7 +160,7 @@ EXPNET_AVX512_TARGET inline void fma_chunk(__m512 (&acc)[O][R], const W* w, cons
 // prefetcher busy; 4R accumulators fit the 32 registers up to R = 6), and an
 // explicit prefetch 32 KB ahead into L2, once per cache line of each row: a
 // decoding step's weights (66 MB at official size) stream from memory, and
-// at 4 KB into L1 a step's products took 1.4-1.6x as long (docs/performance.md,
+// at 4 KB into L1 a step's products took 1.4-1.8x as long (docs/performance.md,
 // "Prefetching further ahead"). The tail of a row that is not a multiple of 16 goes
 // through a masked load.
 template <int R, int O, typename W>
