@@ -28,12 +28,6 @@ namespace {
 // Weight rows per block of the AVX2 blocked kernel.
 constexpr int kBlockOutputs = 3;
 
-// How far ahead of the loads the few-row kernels prefetch each weight row,
-// into L2 (hint T1): a decoding step's weights (66 MB at official size)
-// stream from memory, and at 4 KB (or none, AVX2) a step's products took
-// 1.4-2.3x as long (docs/performance.md, "Prefetching further ahead").
-constexpr int64_t kPrefetchBytes = 32768;
-
 // The packed layout (expnet/kernels/cpu/packed_weight_cache.h): panels of
 // kPanel weight rows, each in x kPanel floats, input-major.
 constexpr int64_t kPanel = PackedWeight::kPanel;
@@ -73,6 +67,13 @@ void rows_portable(const OperandsOf<W>& op, int64_t first, int64_t last) {
 }
 
 #ifdef EXPNET_HAVE_AVX2_PATH
+// Asks for the weights 32 KB past p into L2 (hint T1), once per cache line of
+// a row the few-row kernels stream: a decoding step's weights (66 MB at
+// official size) come from memory, and prefetching 4 KB ahead (or nothing,
+// AVX2) a step's products took 1.4-2.3x as long (docs/performance.md,
+// "Prefetching further ahead").
+inline void prefetch_ahead(const void* p) { _mm_prefetch(static_cast<const char*>(p) + 32768, _MM_HINT_T1); }
+
 __attribute__((target("avx2,fma"))) inline float horizontal_sum(__m256 v) {
   const __m128 pair = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
   const __m128 two = _mm_add_ps(pair, _mm_movehl_ps(pair, pair));
@@ -91,7 +92,7 @@ __attribute__((target("avx2,fma"))) inline __m256 load8(const uint16_t* p) {
 template <int R, typename W>
 __attribute__((target("avx2,fma"))) void rows_avx2(const OperandsOf<W>& op, int64_t first, int64_t last) {
   constexpr int O = R <= 6 ? 2 : 1;
-  constexpr int64_t kLine = 64 / sizeof(W), kAhead = kPrefetchBytes / sizeof(W);  // in weights
+  constexpr int64_t kLine = 64 / sizeof(W);  // weights per cache line
   const int64_t in = op.in, whole = in / 8 * 8;
   int64_t o = first;
   for (; o + O <= last; o += O) {
@@ -101,8 +102,7 @@ __attribute__((target("avx2,fma"))) void rows_avx2(const OperandsOf<W>& op, int6
     for (int64_t k = 0; k < whole; k += 8) {
       __m256 wv[O];
       if (k % kLine == 0)
-        for (int j = 0; j < O; ++j)
-          _mm_prefetch(reinterpret_cast<const char*>(op.w + (o + j) * in + k + kAhead), _MM_HINT_T1);
+        for (int j = 0; j < O; ++j) prefetch_ahead(op.w + (o + j) * in + k);
       for (int j = 0; j < O; ++j) wv[j] = load8(op.w + (o + j) * in + k);
       for (int r = 0; r < R; ++r) {
         const __m256 xv = _mm256_loadu_ps(op.x + r * in + k);
@@ -167,12 +167,11 @@ EXPNET_AVX512_TARGET inline void fma_chunk(__m512 (&acc)[O][R], const W* w, cons
 }
 
 // AVX-512: four weight rows at a time (four streams keep the hardware
-// prefetcher busy; 4R accumulators fit the 32 registers up to R = 6), and a
-// prefetch kPrefetchBytes ahead once per cache line of each row. The tail of
-// a row that is not a multiple of 16 goes through a masked load.
+// prefetcher busy; 4R accumulators fit the 32 registers up to R = 6), and
+// prefetch_ahead once per cache line of each row. The tail of a row that is
+// not a multiple of 16 goes through a masked load.
 template <int R, int O, typename W>
 EXPNET_AVX512_TARGET void rows_avx512_block(const OperandsOf<W>& op, int64_t o) {
-  constexpr int64_t kPrefetchAhead = kPrefetchBytes / sizeof(W);  // weights
   constexpr int64_t kLine = 64 / sizeof(W);              // weights per cache line
   const int64_t in = op.in, lines = in / kLine * kLine;
   __m512 acc[O][R];
@@ -181,7 +180,7 @@ EXPNET_AVX512_TARGET void rows_avx512_block(const OperandsOf<W>& op, int64_t o) 
   const W* w = op.w + o * in;
   int64_t k = 0;
   for (; k < lines; k += kLine) {
-    for (int j = 0; j < O; ++j) _mm_prefetch(reinterpret_cast<const char*>(w + j * in + k + kPrefetchAhead), _MM_HINT_T1);
+    for (int j = 0; j < O; ++j) prefetch_ahead(w + j * in + k);
     for (int64_t c = 0; c < kLine; c += 16) fma_chunk<R, O, false, W>(acc, w, op.x, in, k + c);
   }
   for (; k + 16 <= in; k += 16) fma_chunk<R, O, false, W>(acc, w, op.x, in, k);
@@ -333,7 +332,7 @@ EXPNET_AVX512BF16_TARGET void round_rows_to_bf16(const float* x, int64_t rows, i
   }
 }
 
-// O weight rows x R input rows, prefetching kPrefetchBytes ahead.
+// O weight rows x R input rows (prefetch_ahead once per 64-byte chunk of each).
 template <int R, int O>
 EXPNET_AVX512BF16_TARGET void rows_dot_block(const DotOperands& op, int64_t o) {
   const int64_t in = op.in, whole = in / 32 * 32;
@@ -344,8 +343,7 @@ EXPNET_AVX512BF16_TARGET void rows_dot_block(const DotOperands& op, int64_t o) {
   for (int64_t k = 0; k < in; k += 32) {
     __m512i wv[O];
     if (k < whole) {
-      for (int j = 0; j < O; ++j)
-        _mm_prefetch(reinterpret_cast<const char*>(w + j * in + k + kPrefetchBytes / sizeof(uint16_t)), _MM_HINT_T1);
+      for (int j = 0; j < O; ++j) prefetch_ahead(w + j * in + k);
       for (int j = 0; j < O; ++j) wv[j] = _mm512_loadu_si512(w + j * in + k);
     } else {
       const auto mask = static_cast<__mmask32>((1ull << (in - k)) - 1);
