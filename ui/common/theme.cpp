@@ -59,6 +59,7 @@ QColor Theme::navigationBackground() const {
 }
 QColor Theme::navigationText() const { return QColor(0xe8, 0xed, 0xf2); }
 QColor Theme::navigationSelected() const { return palette_.color(QPalette::Highlight); }
+QColor Theme::navigationSelectedText() const { return Qt::white; }
 QColor Theme::accent() const { return QColor(0xd9, 0x62, 0x2b); }
 QColor Theme::accentText() const { return Qt::white; }
 QColor Theme::imageBackdrop() const { return QColor(0x2b, 0x30, 0x36); }
@@ -79,6 +80,17 @@ QColor Theme::runColour(int i) const {
                                 {140, 86, 75},  {227, 119, 194}, {127, 127, 127}, {188, 189, 34}, {23, 190, 207}};
   const QColor c = hues[((i % 10) + 10) % 10];
   return dark_ ? c.lighter(125) : c;
+}
+
+QColor Theme::groupColour(int group) const {
+  // Tableau-like hues: darker ones on light backgrounds, lighter on dark, each
+  // at a contrast of at least 4.5:1 against the page's background.
+  static const QColor light[] = {{0x1f, 0x5f, 0xa8}, {0xb8, 0x26, 0x2a}, {0x23, 0x7a, 0x2b}, {0x7a, 0x46, 0xb0},
+                                 {0xa8, 0x5a, 0x00}, {0x0c, 0x7a, 0x85}, {0x7d, 0x4a, 0x33}, {0xa8, 0x33, 0x6f}};
+  static const QColor dark[] = {{0x7c, 0xb8, 0xff}, {0xff, 0x8a, 0x80}, {0x7b, 0xd8, 0x8f}, {0xc9, 0xa6, 0xff},
+                                {0xff, 0xb7, 0x4d}, {0x5f, 0xd7, 0xe0}, {0xd9, 0xa5, 0x8a}, {0xf5, 0x9a, 0xd7}};
+  const int i = ((group % 8) + 8) % 8;
+  return dark_ ? dark[i] : light[i];
 }
 
 QColor Theme::series(Series series) const {

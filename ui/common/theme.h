@@ -33,6 +33,7 @@ class Theme {
   QColor navigationBackground() const;
   QColor navigationText() const;
   QColor navigationSelected() const;
+  QColor navigationSelectedText() const;
   QColor accent() const;         // the selected word of a caption
   QColor accentText() const;
   QColor imageBackdrop() const;  // behind images, in both modes a neutral dark grey
@@ -45,6 +46,8 @@ class Theme {
   QColor series(Series series) const;
   // The i-th run of an overlay of several runs' curves (10 hues, then again).
   QColor runColour(int i) const;
+  // The g-th PNAIC word group (8 hues, then again), also the Compare charts' modes.
+  QColor groupColour(int group) const;
 
   // Colour maps of matrices: perceptually uniform (viridis) for non-negative
   // values and blue-white-red for signed ones; the same in both modes.

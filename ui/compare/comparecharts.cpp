@@ -9,7 +9,6 @@
 #include <algorithm>
 
 #include "common/theme.h"
-#include "compare/groupcaption.h"
 
 namespace {
 const QStringList kColumns = {QStringLiteral("mode"),     QStringLiteral("K"),        QStringLiteral("beam"),
@@ -89,7 +88,7 @@ void CompareCharts::setResult(const QJsonObject& result) {
   for (int i = 0; i < modes.size(); ++i) {
     const QJsonObject mode = modes[i].toObject();
     const QString name = mode.value(QStringLiteral("name")).toString();
-    const QColor colour = groupColour(i, theme);  // the same hues as the PNAIC groups: distinct in both themes
+    const QColor colour = theme.groupColour(i);  // the same hues as the PNAIC groups: distinct in both themes
     const double ms = mode.value(QStringLiteral("decode_ms_per_image")).toDouble();
     const double cider = score(mode, "CIDEr");
     QCPGraph* point = scatter_->addGraph();

@@ -30,7 +30,6 @@
 #include "common/hintlabel.h"
 #include "common/imageintake.h"
 #include "common/localpath.h"
-#include "common/theme.h"
 #include "compare/comparecharts.h"
 #include "compare/comparetable.h"
 #include "compare/modelslots.h"
@@ -483,9 +482,8 @@ void ComparePage::updateState() {
     text = evaluationMessage_;
   }
   evaluationLabel_->setText(text);
-  evaluationLabel_->setStyleSheet(evaluationState_ == QStringLiteral("failed") && !evaluating_
-                                      ? QStringLiteral("color: %1").arg(Theme::css(Theme::current().errorText()))
-                                      : QString());
+  evaluationLabel_->setKind(evaluationState_ == QStringLiteral("failed") && !evaluating_ ? HintLabel::Kind::Error
+                                                                                         : HintLabel::Kind::Status);
 }
 
 void ComparePage::restoreSettings() {

@@ -106,7 +106,7 @@ class ComparePage : public StudioPage {
   QPushButton* evaluate_;
   QPushButton* cancel_;
   QProgressBar* progress_;
-  QLabel* evaluationLabel_;
+  HintLabel* evaluationLabel_;
   QPushButton* exportCsv_;
   QPushButton* exportJson_;
   QTabWidget* tabs_;

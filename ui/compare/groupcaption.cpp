@@ -5,15 +5,6 @@
 
 #include "common/theme.h"
 
-QColor groupColour(int group, const Theme& theme) {
-  // Tableau-like hues: darker ones on light backgrounds, lighter on dark, each
-  // at a contrast of at least 4.5:1 against the page's background.
-  static const char* const light[] = {"#1f5fa8", "#b8262a", "#237a2b", "#7a46b0", "#a85a00", "#0c7a85", "#7d4a33", "#a8336f"};
-  static const char* const dark[] = {"#7cb8ff", "#ff8a80", "#7bd88f", "#c9a6ff", "#ffb74d", "#5fd7e0", "#d9a58a", "#f59ad7"};
-  const int i = ((group % 8) + 8) % 8;
-  return QColor(QLatin1String(theme.isDark() ? dark[i] : light[i]));
-}
-
 namespace {
 QStringList wordsOf(const QString& text) { return text.split(QLatin1Char(' '), Qt::SkipEmptyParts); }
 
@@ -52,7 +43,7 @@ QString captionHtml(const QJsonObject& caption, int step, bool showDeleted, cons
     if (shown == 0) continue;
     const QString text = wordsHtml(words, shown, whole || step > words.size() ? 0 : 1);
     parts << QStringLiteral("<span style=\"color:%1%2\">%3</span>")
-                 .arg(Theme::css(groupColour(g, theme)),
+                 .arg(Theme::css(theme.groupColour(g)),
                       deletedYet ? QStringLiteral("; text-decoration: line-through") : QString(), text);
   }
   return parts.join(QStringLiteral(" <span style=\"color:%1\">|</span> ").arg(Theme::css(theme.mutedText())));

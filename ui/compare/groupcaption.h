@@ -1,18 +1,16 @@
 // A mode's caption as the Compare page shows it: rich text from one captions
 // entry of `expnet compare --json` ({text, steps, groups?}), whole or as it
-// stood after a given decoding step. PNAIC groups get one colour each (legible
-// on light and dark backgrounds); groups that ended in DEL are struck through
-// or left out. The words added at the step shown are underlined, so that AIC's
-// one word per step and PNAIC's K words per step can be seen at a glance.
+// stood after a given decoding step. PNAIC groups get one colour each (the
+// Theme's groupColour, legible on light and dark backgrounds); groups that
+// ended in DEL are struck through or left out. The words added at the step
+// shown are underlined, so that AIC's one word per step and PNAIC's K words
+// per step can be seen at a glance.
 #pragma once
 
-#include <QColor>
 #include <QJsonObject>
 #include <QString>
 
 class Theme;
-
-QColor groupColour(int group, const Theme& theme);
 
 // `step`: 1 = after the first decoding step; 0 or less: the complete caption.
 QString captionHtml(const QJsonObject& caption, int step, bool showDeleted, const Theme& theme);

@@ -12,7 +12,6 @@
 
 #include "common/browsebutton.h"
 #include "common/hintlabel.h"
-#include "common/theme.h"
 
 namespace {
 const QString kCheckpointFilter = QStringLiteral("Checkpoints (*.pth *.pt);;All files (*)");
@@ -172,9 +171,7 @@ void ModelSlots::setState(int id, const QString& status, const QString& message)
   Slot& slot = slots_[id];
   slot.status = status;
   slot.message = message;
-  const Theme theme = Theme::current();
-  const QColor colour = status == QStringLiteral("failed") ? theme.errorText() : theme.mutedText();
-  slot.state->setStyleSheet(QStringLiteral("color: %1").arg(Theme::css(colour)));
+  slot.state->setKind(status == QStringLiteral("failed") ? HintLabel::Kind::Error : HintLabel::Kind::Inline);
   slot.state->setText(message);
   slot.state->setToolTip(message);
 }

@@ -12,9 +12,9 @@
 #include "compare/compareworker.h"
 
 class QComboBox;
-class QLabel;
 class QLineEdit;
 class QVBoxLayout;
+class HintLabel;
 
 class ModelSlots : public QGroupBox {
   Q_OBJECT
@@ -57,7 +57,7 @@ class ModelSlots : public QGroupBox {
     QWidget* row = nullptr;
     QComboBox* spec = nullptr;
     QLineEdit* vocab = nullptr;
-    QLabel* state = nullptr;
+    HintLabel* state = nullptr;
     QString status = QStringLiteral("empty");  // loading, loaded, failed, empty
     QString message;
     SlotRequest loaded;  // the request last sent

@@ -35,7 +35,6 @@
 #include "datasets/thumbnailgrid.h"
 #include "datasets/thumbnailloader.h"
 #include "expnet/metrics/sample_evaluation.h"
-#include "common/theme.h"
 #include "shell/studiocontext.h"
 
 namespace {
@@ -537,9 +536,7 @@ void DatasetsPage::updateState() {
                                              built_ ? QStringLiteral(": indexed in %1 s").arg(openSeconds_, 0, 'f', 1)
                                                     : QString());
   status_->setText(status);
-  status_->setStyleSheet(!openError_.isEmpty() && !opening_
-                             ? QStringLiteral("color: %1").arg(Theme::css(Theme::current().errorText()))
-                             : QString());
+  status_->setKind(!openError_.isEmpty() && !opening_ ? HintLabel::Kind::Error : HintLabel::Kind::Status);
   count_->setText(indexPath_.isEmpty() ? QString()
                   : firstPagePending_  ? QStringLiteral("searching…")
                                        : QStringLiteral("%L1 images").arg(model_->total()));

@@ -12,7 +12,6 @@
 #include "common/browsebutton.h"
 #include "common/formfields.h"
 #include "common/hintlabel.h"
-#include "common/theme.h"
 
 namespace {
 QString evaluationLabel(const QJsonObject& e) {
@@ -172,7 +171,7 @@ void EvaluationPanel::showRunning(int done, int total) {
   if (done > 0 && total > done)
     text += QStringLiteral(" · about %1 s left").arg(clock_.elapsed() / 1000.0 / done * (total - done), 0, 'f', 0);
   state_->setText(text);
-  state_->setStyleSheet(QString());
+  state_->setKind(HintLabel::Kind::Status);
 }
 
 void EvaluationPanel::showEnded(const QString& message, bool error) {
@@ -181,7 +180,7 @@ void EvaluationPanel::showEnded(const QString& message, bool error) {
   cancel_->setEnabled(false);
   progress_->setVisible(false);
   state_->setText(message);
-  state_->setStyleSheet(error ? QStringLiteral("color: %1").arg(Theme::css(Theme::current().errorText())) : QString());
+  state_->setKind(error ? HintLabel::Kind::Error : HintLabel::Kind::Status);
 }
 
 QJsonObject EvaluationPanel::describe() const {

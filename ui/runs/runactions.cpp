@@ -11,7 +11,6 @@
 
 #include "common/actionbutton.h"
 #include "common/hintlabel.h"
-#include "common/theme.h"
 #include "expnet/train/run_csv.h"
 #include "expnet/train/run_store.h"
 #include "expnet/train/tfevents_writer.h"
@@ -87,7 +86,7 @@ QString RunActions::message() const { return message_->text(); }
 
 void RunActions::showMessage(const QString& text, bool error) {
   message_->setText(text);
-  message_->setStyleSheet(error ? QStringLiteral("color: %1").arg(Theme::css(Theme::current().errorText())) : QString());
+  message_->setKind(error ? HintLabel::Kind::Error : HintLabel::Kind::Status);
 }
 
 void RunActions::updateButtons() {

@@ -46,9 +46,9 @@ MainWindow::MainWindow(StudioContext* context, QWidget* parent)
   navigation_->setStyleSheet(
       QStringLiteral("QListWidget#navigation { background: %1; color: %2; font-size: 11pt; padding-top: 8px; outline: 0; }"
                      "QListWidget#navigation::item { padding: 9px 16px; border: none; color: %2; }"
-                     "QListWidget#navigation::item:selected { background: %3; color: white; }")
+                     "QListWidget#navigation::item:selected { background: %3; color: %4; }")
           .arg(Theme::css(theme.navigationBackground()), Theme::css(theme.navigationText()),
-               Theme::css(theme.navigationSelected())));
+               Theme::css(theme.navigationSelected()), Theme::css(theme.navigationSelectedText())));
   layout->addWidget(navigation_);
   layout->addWidget(stack_, 1);
   setCentralWidget(central);

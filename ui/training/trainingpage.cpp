@@ -26,7 +26,7 @@
 
 #include "common/actionbutton.h"
 #include "common/browsebutton.h"
-#include "common/theme.h"
+#include "common/hintlabel.h"
 #include "expnet/system/atomic_file.h"
 #include "shell/studiocontext.h"
 #include "training/recipeform.h"
@@ -120,7 +120,7 @@ QWidget* TrainingPage::buildForm() {
   for (QWidget* button : std::initializer_list<QWidget*>{startButton_, stopButton_, resumeButton_, open})
     buttons->addWidget(button);
   outputLayout->addLayout(buttons);
-  message_ = new QLabel;
+  message_ = new HintLabel(QString(), HintLabel::Kind::Status);
   message_->setObjectName(QStringLiteral("message"));
   message_->setWordWrap(true);
   message_->setTextInteractionFlags(Qt::TextSelectableByMouse);
@@ -485,8 +485,7 @@ void TrainingPage::updateButtons() {
 void TrainingPage::showMessage(const QString& text, bool error) {
   message_->setText(text);
   message_->setVisible(!text.isEmpty());
-  const Theme theme = Theme::current();
-  message_->setStyleSheet(QStringLiteral("color: %1").arg(Theme::css(error ? theme.errorText() : theme.text())));
+  message_->setKind(error ? HintLabel::Kind::Error : HintLabel::Kind::Status);
 }
 
 bool TrainingPage::isBusy() const { return poller_->waitingForFirst(); }

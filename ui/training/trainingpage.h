@@ -20,6 +20,7 @@ class QSplitter;
 class QTableView;
 class QTabWidget;
 class ActionButton;
+class HintLabel;
 class RecipeForm;
 class RunListModel;
 class SampleModel;
@@ -103,7 +104,7 @@ class TrainingPage : public StudioPage {
   ActionButton* startButton_;
   ActionButton* stopButton_;
   ActionButton* resumeButton_;
-  QLabel* message_;
+  HintLabel* message_;
   QTableView* runsView_;
   QLabel* runTitle_;
   QProgressBar* progressBar_;

@@ -7,10 +7,11 @@
 #include <cstdint>
 #include <memory>
 
-#include "expnet/kernels/cpu/packed_weight_cache.h"
 #include "expnet/model/precision.h"
 
 namespace expnet {
+
+class PackedWeightCache;  // the decoding kernels' packed weight (private to core/src)
 
 // Training-time dropout rates; all 0 by default (inference). They only act in
 // train() mode. Captioner rates follow the reference's drop_args; the Swin

@@ -43,7 +43,7 @@ class SwinMlpImpl : public torch::nn::Module {
   SwinMlpImpl(int64_t dim, int64_t hidden);
   torch::Tensor forward(const torch::Tensor& x);
   // residual += forward(x) in inference (residual float32, contiguous); in
-  // bf16 the biases join the GELU and the add (kernels/cpu/swin_bf16_kernels.h).
+  // bf16 the biases join the GELU and the add (the engine's private Swin bf16 kernels).
   void add_to(torch::Tensor& residual, const torch::Tensor& x);
   double drop = 0;
   Linear fc1{nullptr}, fc2{nullptr};

@@ -28,7 +28,7 @@ namespace {
 // Weight rows per block of the AVX2 blocked kernel.
 constexpr int kBlockOutputs = 3;
 
-// The packed layout (expnet/kernels/cpu/packed_weight_cache.h): panels of
+// The packed layout (packed_weight_cache.h): panels of
 // kPanel weight rows, each in x kPanel floats, input-major.
 constexpr int64_t kPanel = PackedWeight::kPanel;
 constexpr int kPanelVectors = kPanel / 16;

@@ -6,7 +6,7 @@
 
 #include <ATen/core/Tensor.h>
 
-#include "expnet/kernels/cpu/packed_weight_cache.h"
+#include "kernels/cpu/packed_weight_cache.h"
 
 namespace expnet {
 

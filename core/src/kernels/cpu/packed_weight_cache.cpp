@@ -1,4 +1,4 @@
-#include "expnet/kernels/cpu/packed_weight_cache.h"
+#include "kernels/cpu/packed_weight_cache.h"
 
 #include <ATen/ATen.h>
 
