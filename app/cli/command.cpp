@@ -46,8 +46,9 @@ CLI::App* dataset_group(CLI::App& root) {
 
 std::shared_ptr<RuntimeOptions> add_runtime_options(CLI::App* command) {
   auto options = std::make_shared<RuntimeOptions>();
-  command->add_option("--threads", options->threads, "CPU threads for LibTorch and OpenBLAS (0 = all cores)")
-      ->check(CLI::NonNegativeNumber);
+  // More threads than 4 per core only contend; tens of thousands never start.
+  command->add_option("--threads", options->threads, "CPU threads for LibTorch and OpenBLAS (0 = all cores; at most 4 per core)")
+      ->check(CLI::Range(0, 4 * hardware_threads()));
   command->add_option("--device", options->device, "cpu, cuda or cuda:N");
   return options;
 }

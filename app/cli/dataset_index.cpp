@@ -118,7 +118,7 @@ void install_index_commands(CLI::App* group) {
     auto [command, args] = add_command<IndexArgs>(
         group, "index", "Build a SQLite index (images, splits, captions, tokens, full-text search) of a dataset", run_index);
     add_dataset_options(command, args->dataset);
-    command->add_option("--db", args->db, "Index file to write (replaced only when the new one is complete)")->required();
+    command->add_option("--db", args->db, "Index file to write: replaced only when the new one is complete, and only if it is an index, empty or missing (never a store, other file or link)")->required();
     command->add_flag("--in-memory", args->in_memory,
                       "Read the whole dataset first (load_dataset), then index it: the slower reference the streaming build is checked against");
     command->add_flag("--json", args->json, "Print a compact JSON summary");

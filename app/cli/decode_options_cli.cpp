@@ -72,7 +72,7 @@ void add_decode_options(CLI::App* command, DecodeArgs& args) {
   auto& f = args.flags;
   f.emplace_back("search", command->add_option("--search", args.search, "beam, greedy or sample")
                                ->check(CLI::IsMember({"beam", "greedy", "sample"})));
-  f.emplace_back("beam_size", command->add_option("--beam", d.beam_size, "Beam size")->check(CLI::PositiveNumber));
+  f.emplace_back("beam_size", command->add_option("--beam", d.beam_size, "Beam size")->check(CLI::Range(1, kMaxBeamSize)));
   f.emplace_back("num_hypotheses",
                  command->add_option("--n-best", d.num_hypotheses, "Captions per image")->check(CLI::PositiveNumber));
   f.emplace_back("max_length", command->add_option("--max-len", d.max_length,

@@ -8,6 +8,7 @@
 #include <iostream>
 
 #include "command.h"
+#include "expnet/text/terminal_text.h"
 #include "expnet/train/run_csv.h"
 #include "expnet/train/run_lock.h"
 #include "expnet/train/run_registry.h"
@@ -81,23 +82,24 @@ nlohmann::json run_json(const RunInfo& r, const std::string& store) {
 
 void list(const Options& o) {
   for (const auto& path : store_paths(o)) {
-    std::unique_ptr<RunStore> store;
+    std::vector<RunInfo> runs;
     try {
-      store = std::make_unique<RunStore>(path, RunStore::Open::existing);
+      runs = RunStore(path, RunStore::Open::existing).list_runs();
     } catch (const std::exception& e) {
       if (!o.store.empty()) throw;
       std::cerr << "warning: " << e.what() << "\n";  // one unreadable store does not hide the others
       continue;
     }
-    for (const auto& r : store->list_runs()) {
+    for (const auto& r : runs) {
       if (o.json) {
         std::cout << run_json(r, path).dump() << "\n";
         continue;
       }
-      std::cout << std::left << std::setw(5) << r.id << std::setw(24) << r.name << std::setw(12)
+      // A name is the user's text: a newline or an escape in it must not forge a row or drive the terminal.
+      std::cout << std::left << std::setw(5) << r.id << std::setw(24) << terminal_safe(r.name) << std::setw(12)
                 << run_status(r, run_is_live(path, r.id)) << std::setw(10) << r.last_step
                 << (r.best_cider ? std::to_string(*r.best_cider) : std::string("-")) << "  " << r.updated_at << "  "
-                << path << "\n";
+                << terminal_safe(path) << "\n";
     }
   }
 }

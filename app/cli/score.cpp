@@ -13,6 +13,7 @@
 
 #include "command.h"
 #include "expnet/metrics/scorers.h"
+#include "expnet/system/input_file.h"
 
 namespace expnet::cli {
 namespace {
@@ -23,12 +24,9 @@ double ms_since(Clock::time_point start) {
 }
 
 nlohmann::json read_json_file(const std::string& path, const std::string& what) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) throw std::runtime_error(path + ": cannot open the " + what + " file (" + std::strerror(errno) + ")");
-  std::ostringstream text;
-  text << in.rdbuf();
+  const std::string text = read_input_file(path, what + " file");
   try {
-    return nlohmann::json::parse(text.str());
+    return nlohmann::json::parse(text);
   } catch (const nlohmann::json::parse_error& e) {
     throw std::runtime_error(path + ": the " + what + " file is not valid JSON (" + e.what() + ")");
   }

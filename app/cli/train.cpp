@@ -10,6 +10,7 @@
 
 #include "command.h"
 #include "expnet/train/ablation.h"
+#include "expnet/system/input_file.h"
 #include "expnet/train/launch.h"
 #include "expnet/system/paths.h"
 #include "expnet/train/run_lock.h"
@@ -129,11 +130,8 @@ void run(const RuntimeOptions& runtime, const Options& o) {
   if (o.config.empty() == o.preset.empty()) throw std::runtime_error("expnet train: give exactly one of --config FILE or --preset NAME");
   TrainConfig config;
   if (!o.config.empty()) {
-    std::ifstream in(o.config);
-    if (!in) throw std::runtime_error("training config '" + o.config + "': cannot read it; check the path");
-    std::stringstream text;
-    text << in.rdbuf();
-    config = TrainConfig::from_json(text.str(), "training config '" + o.config + "'");
+    config = TrainConfig::from_json(read_input_file(o.config, "training config", kMaxConfigBytes),
+                                    "training config '" + o.config + "'");
   } else {
     config = train_preset(o.preset);
   }

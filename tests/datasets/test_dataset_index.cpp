@@ -8,11 +8,13 @@
 #include <QtTest>
 
 #include <sqlite3.h>
+#include <sys/stat.h>
 
 #include <algorithm>
 #include <chrono>
 #include <filesystem>
 #include <fstream>
+#include <iterator>
 #include <map>
 #include <random>
 #include <thread>
@@ -345,6 +347,79 @@ class TestDatasetIndex : public QObject {
     // And a build that is not cancelled replaces it.
     build_dataset_index_from_file(big, db);
     QCOMPARE(DatasetIndex(db).query({}).total, int64_t(20000));
+  }
+
+  // An index build replaces only an index of ours, an empty file or nothing:
+  // a run store, an evaluation store, text, a damaged SQLite file, a FIFO, a
+  // folder and a link (to any of them) given as the index path are refused,
+  // naming what they are, and left byte for byte (no FIFO is opened, no link
+  // followed). Temporary files of killed builds are removed by the next build.
+  void indexNeverReplacesWhatIsNotAnIndex() {
+    const QString dir = expnet_test::makeTempDir("index_foreign");
+    const std::string d = dir.toStdString();
+    const std::string data = write(dir, "data/dataset_coco.json", synthetic_karpathy(5));
+    const std::string run_store = d + "/runs.sqlite";
+    exec(run_store, "CREATE TABLE runs(id INTEGER PRIMARY KEY, name TEXT); INSERT INTO runs VALUES(1, 'precious');");
+    const std::string evaluations = write_evaluation_store(dir, {{1, 1, 2.0, 0.2}});
+    const std::string text = write(dir, "notes.txt", "a user's notes\n");
+    const std::string other_sqlite = d + "/other.sqlite";
+    exec(other_sqlite, "CREATE TABLE photos(id INTEGER PRIMARY KEY);");
+    std::string damaged = write(dir, "damaged.sqlite", std::string("SQLite format 3") + '\0' + std::string(200, '\x7f'));
+    const std::string fifo = d + "/pipe";
+    QCOMPARE(::mkfifo(fifo.c_str(), 0600), 0);
+    fs::create_directories(d + "/folder.sqlite");
+    fs::create_symlink(text, d + "/link.sqlite");
+    fs::create_symlink(d + "/nowhere.sqlite", d + "/dangling.sqlite");
+    const std::vector<std::pair<std::string, QString>> refused{
+        {run_store, "a run store"},
+        {evaluations, "an evaluation store"},
+        {text, "not an SQLite database"},
+        {other_sqlite, "another program"},
+        {damaged, "damaged or unreadable"},
+        {fifo, "a FIFO"},
+        {d + "/folder.sqlite", "a folder"},
+        {d + "/link.sqlite", "a symbolic link"},
+        {d + "/dangling.sqlite", "a symbolic link"}};
+    const auto bytes = [](const std::string& path) {
+      std::ifstream in(path, std::ios::binary);
+      return std::string(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+    };
+    for (const auto& [path, kind] : refused) {
+      const bool plain = fs::is_regular_file(fs::symlink_status(path));
+      const std::string before = plain ? bytes(path) : std::string();
+      QElapsedTimer clock;
+      clock.start();
+      const QString error = errorOf([&] { build_dataset_index_from_file(data, path); });
+      QVERIFY2(clock.elapsed() < 5000, qPrintable(QString::fromStdString(path)));  // a FIFO is never opened
+      QVERIFY2(error.contains("will not replace") && error.contains(kind) && error.contains(QString::fromStdString(path)),
+               qPrintable(QString::fromStdString(path) + ": " + error));
+      if (plain) QVERIFY2(bytes(path) == before, qPrintable(QString::fromStdString(path) + " was changed"));
+    }
+    QVERIFY(fs::is_fifo(fifo));
+    QVERIFY(fs::is_symlink(d + "/link.sqlite"));
+    QCOMPARE(bytes(text), std::string("a user's notes\n"));
+    QVERIFY(!fs::exists(d + "/nowhere.sqlite"));
+    // The CLI says the same and exits 1.
+    const auto cli = expnet_test::runProcess(expnet_test::cliPath(), {"dataset", "index", "--dataset",
+                                                                      QString::fromStdString(data), "--db",
+                                                                      QString::fromStdString(run_store)});
+    QCOMPARE(cli.exitCode, 1);
+    QVERIFY2(cli.err.contains("a run store"), cli.err.constData());
+    QCOMPARE(rows(run_store, {"SELECT name FROM runs"}), QStringList{"SELECT name FROM runs: precious"});
+
+    // An empty file and an index of ours (rebuilt) are replaced; temporaries a
+    // killed build left (old, unlocked) go, a fresh one may be another build's.
+    const std::string empty = write(dir, "empty.sqlite", "");
+    build_dataset_index_from_file(data, empty);
+    QCOMPARE(DatasetIndex(empty).query({}).total, int64_t(5));
+    const std::string stale = write(dir, "empty.sqlite.tmp-123", std::string(5000, 'x'));
+    const std::string fresh = write(dir, "empty.sqlite.tmp-456", std::string(5000, 'x'));
+    const auto old = fs::file_time_type::clock::now() - std::chrono::minutes(5);
+    fs::last_write_time(stale, old);
+    build_dataset_index_from_file(write(dir, "data2/dataset_coco.json", synthetic_karpathy(7)), empty);
+    QCOMPARE(DatasetIndex(empty).query({}).total, int64_t(7));
+    QVERIFY(!fs::exists(stale));
+    QVERIFY(fs::exists(fresh));
   }
 
   void sortByCaptionLength() {

@@ -17,7 +17,7 @@
 #include "expnet/train/run_lock.h"
 #include "expnet/train/run_registry.h"
 #include "expnet/train/run_store.h"
-#include "runs/configdiff.h"
+#include "expnet/train/config_diff.h"
 #include "runs/runactions.h"
 #include "runs/runcomparisontabs.h"
 #include "runs/runcurves.h"
@@ -218,16 +218,18 @@ class TestRunsPage : public QObject {
   }
 
   void configDiffFlattensNestedKeys() {
-    const QJsonObject a = QJsonDocument::fromJson(R"({"a": 1, "m": {"d": 128, "l": [1, 2]}, "s": "x"})").object();
-    const QJsonObject b = QJsonDocument::fromJson(R"({"a": 1, "m": {"d": 256, "l": [1, 3]}, "t": true})").object();
-    const auto diff = diffConfigs({a, b});
+    const std::string a = R"({"a": 1, "m": {"d": 128, "l": [1, 2]}, "s": "x", "lr": 0.001})";
+    const std::string b = R"({"a": 1, "m": {"d": 256, "l": [1, 3]}, "t": true, "lr": 0.0001})";
+    const auto diff = expnet::diff_configs({a, b});
     QStringList keys;
-    for (const auto& d : diff) keys << d.key;
-    QCOMPARE(keys, QStringList({"m.d", "m.l[1]", "s", "t"}));
-    QCOMPARE(diff[0].values, QStringList({"128", "256"}));
-    QCOMPARE(diff[2].values, QStringList({"\"x\"", "—"}));
-    QVERIFY(diffConfigs({a, a}).isEmpty());
-    QVERIFY(diffConfigs({a}).isEmpty());
+    for (const auto& d : diff) keys << QString::fromStdString(d.key);
+    QCOMPARE(keys, QStringList({"lr", "m.d", "m.l[1]", "s", "t"}));
+    QCOMPARE(diff[1].values, (std::vector<std::string>{"128", "256"}));
+    QCOMPARE(diff[0].values, (std::vector<std::string>{"0.001", "0.0001"}));
+    QCOMPARE(diff[3].values, (std::vector<std::string>{"\"x\"", "—"}));
+    QVERIFY(expnet::diff_configs({a, a}).empty());
+    QVERIFY(expnet::diff_configs({a}).empty());
+    QCOMPARE(expnet::describe_changes(diff, 2), std::string("lr 0.001 -> 0.0001, m.d 128 -> 256 and 3 more"));
   }
 
   void editsReachTheStore() {

@@ -2,7 +2,7 @@
 // holds (no epoch yet, mid-epoch, validating, the trainer's live bar, a
 // resumed run, a finished one), the durations it prints, the theme's colours
 // against light and dark palettes, and the Caption page's progress line and
-// recent list.
+// recent list, and the CSV fields every export writes (quoting, formula injection).
 #include <QDir>
 #include <QJsonArray>
 #include <QJsonObject>
@@ -11,6 +11,7 @@
 #include <cmath>
 
 #include "caption/captiondetails.h"
+#include "common/csvtext.h"
 #include "common/recentpaths.h"
 #include "common/theme.h"
 #include "training/trainingprogress.h"
@@ -68,6 +69,24 @@ CaptionItem item(CaptionItem::Status status) {
 class TestStudioUnits : public QObject {
   Q_OBJECT
  private slots:
+  // RFC 4180 quoting, and text a spreadsheet would compute (=, +, -, @, tab, CR
+  // first: OWASP's CSV injection list) written with a leading apostrophe.
+  void csvFieldsQuoteAndNeutraliseFormulas() {
+    QCOMPARE(csvField("a red circle"), QString("a red circle"));
+    QCOMPARE(csvField("a, b"), QString("\"a, b\""));
+    QCOMPARE(csvField("say \"hi\""), QString("\"say \"\"hi\"\"\""));
+    QCOMPARE(csvField("two\nlines"), QString("\"two\nlines\""));
+    QCOMPARE(csvField("cr\rhere"), QString("\"cr\rhere\""));
+    QCOMPARE(csvField("=HYPERLINK(\"http://x\",\"y\")"), QString("\"'=HYPERLINK(\"\"http://x\"\",\"\"y\"\")\""));
+    for (const QString& risky : {"=1+1", "+1", "-2+3", "@SUM(A1)", "\tcmd", "\rcmd"}) {
+      const QString field = csvField(risky);
+      QVERIFY2(field.startsWith("'") || field.startsWith("\"'"), qPrintable(field));
+    }
+    QCOMPARE(csvField("=1+1"), QString("'=1+1"));
+    QCOMPARE(csvField("a=b"), QString("a=b"));  // only the first character makes a formula
+    QCOMPARE(csvField(QString()), QString());
+  }
+
   void noStepYet() {
     const QJsonArray stages{stage(4), stage(2)};
     const RunProgress p = runProgress("running", stages, {"xe", "scst"}, {}, {}, nullptr);

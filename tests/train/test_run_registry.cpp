@@ -1,7 +1,8 @@
 // The engine side of the Runs page: a real `expnet train` holds its run's lock
 // (live while it trains, "interrupted" once SIGKILLed, a second trainer on the
 // run refused), logs wall_s that continues on --resume, registers its store,
-// and a run whose training throws ends "failed" with the reason; the registry
+// and a run whose training throws ends "failed" with the reason; one folder
+// holds one run (two trainers started together on it: one is refused); the registry
 // of stores; trash and restore of runs (own folder and store, a shared store,
 // refusals that change nothing).
 #include <QElapsedTimer>
@@ -14,6 +15,7 @@
 #include <csignal>
 #include <filesystem>
 #include <fstream>
+#include <functional>
 #include <iterator>
 #include <optional>
 #include <sstream>
@@ -228,6 +230,107 @@ class TestRunRegistry : public QObject {
 
     forget_run_store(store);
     QVERIFY(!registered(store));
+  }
+
+  // One folder holds one run: two trainers of different runs started on one
+  // --out together (or 50 or 200 ms apart), ten times: one trains to the end,
+  // the other is refused naming it, before it wrote anything (no row in the
+  // store, no checkpoint). Afterwards the folder stays the first run's: a run
+  // of another name, new or --resume, is refused too, and the first's files
+  // are left as they were.
+  void oneFolderHoldsOneRun() {
+    fresh_home("folder_lock_home");
+    const std::string configs = expnet_test::makeTempDir("folder_lock_config").toStdString();
+    const auto shorter = [](nlohmann::json& recipe) {
+      recipe["stages"] = nlohmann::json::array({recipe["stages"][0]});
+      recipe["stages"][0]["epochs"] = 1;
+      recipe["stages"][0]["max_batches_per_epoch"] = 2;
+    };
+    const QString recipes[2] = {write_recipe(configs, "race-a", shorter), write_recipe(configs, "race-b", shorter)};
+    for (int round = 0; round < 10; ++round) {
+      const QString out = expnet_test::makeTempDir(QStringLiteral("folder_lock_%1").arg(round));
+      const int gap_ms = round % 3 == 0 ? 0 : round % 3 == 1 ? 50 : 200;
+      QProcess trainers[2];
+      trainers[0].start(expnet_test::cliPath(), train_args(recipes[round % 2], out, false));
+      if (gap_ms > 0) QTest::qWait(gap_ms);
+      trainers[1].start(expnet_test::cliPath(), train_args(recipes[1 - round % 2], out, false));
+      for (auto& t : trainers) QVERIFY(t.waitForFinished(180000));
+      const bool first_won = trainers[0].exitCode() == 0;
+      const QString where = QStringLiteral("round %1 (%2 ms apart)").arg(round).arg(gap_ms);
+      QVERIFY2(first_won != (trainers[1].exitCode() == 0), qPrintable(where + ": exactly one trainer may succeed"));
+      const std::string winner = first_won == (round % 2 == 0) ? "race-a" : "race-b";
+      const std::string loser = winner == "race-a" ? "race-b" : "race-a";
+      const QByteArray refusal = trainers[first_won ? 1 : 0].readAllStandardError();
+      QVERIFY2(refusal.contains("is in use by the run '" + QByteArray::fromStdString(winner) + "'") ||
+                   refusal.contains("holds the checkpoints of the run '" + QByteArray::fromStdString(winner) + "'"),
+               qPrintable(where + ": " + refusal));
+      const auto runs = RunStore(canonical(out.toStdString() + "/runs.sqlite")).list_runs();
+      QCOMPARE(runs.size(), size_t(1));
+      QCOMPARE(runs[0].name, winner);
+      QCOMPARE(runs[0].status, std::string("finished"));
+      QVERIFY(fs::exists(out.toStdString() + "/final.pth"));
+      if (round > 0) continue;
+
+      // Later: the folder is the winner's, for new runs and resumes of other names alike.
+      const std::string final_before = file_text(out.toStdString() + "/final.pth");
+      const QString loser_recipe = recipes[loser == "race-a" ? 0 : 1];
+      for (const bool resume : {false, true}) {
+        const auto refused = expnet_test::runProcess(expnet_test::cliPath(), train_args(loser_recipe, out, resume));
+        QVERIFY(refused.exitCode != 0);
+        QVERIFY2(refused.err.contains("holds the checkpoints of the run '" + QByteArray::fromStdString(winner) + "'"),
+                 refused.err.constData());
+      }
+      QCOMPARE(RunStore(canonical(out.toStdString() + "/runs.sqlite")).list_runs().size(), size_t(1));
+      QVERIFY(file_text(out.toStdString() + "/final.pth") == final_before);
+      // A folder that cannot hold a run says why, in one line.
+      const auto blocked = expnet_test::runProcess(
+          expnet_test::cliPath(), train_args(loser_recipe, out + "/final.pth/sub", false));
+      QVERIFY(blocked.exitCode != 0);
+      QVERIFY2(blocked.err.contains("cannot create the run folder") && blocked.err.contains("choose a writable --out"),
+               blocked.err.constData());
+    }
+  }
+
+  // --resume continues a run only with the recipe it was started with: a
+  // changed learning rate, seed, epoch count, batch or stage list is refused,
+  // naming each changed key with its old and new value, and the run's record
+  // (status, config, steps) stays as it was; the same recipe resumes.
+  void resumeWithAnotherRecipeIsRefused() {
+    fresh_home("resume_recipe_home");
+    const std::string configs = expnet_test::makeTempDir("resume_recipe_config").toStdString();
+    const QString out = expnet_test::makeTempDir("resume_recipe");
+    const auto shorter = [](nlohmann::json& recipe) {
+      recipe["stages"] = nlohmann::json::array({recipe["stages"][0]});
+      recipe["stages"][0]["epochs"] = 1;
+      recipe["stages"][0]["max_batches_per_epoch"] = 2;
+    };
+    const QString recipe = write_recipe(configs, "recipe", shorter);
+    const auto first = expnet_test::runProcess(expnet_test::cliPath(), train_args(recipe, out, false));
+    QVERIFY2(first.exitCode == 0, first.err.constData());
+    const std::string store = canonical(out.toStdString() + "/runs.sqlite");
+    const std::string before = describe(store, "recipe");
+    const std::vector<std::pair<std::function<void(nlohmann::json&)>, QByteArray>> changes{
+        {[](nlohmann::json& r) { r["stages"][0]["lr"] = 0.005; }, "stages[0].lr 0.001 -> 0.005"},
+        {[](nlohmann::json& r) { r["seed"] = 8; }, "seed 7 -> 8"},
+        {[](nlohmann::json& r) { r["stages"][0]["epochs"] = 3; }, "stages[0].epochs 1 -> 3"},
+        {[](nlohmann::json& r) { r["stages"][0]["batch"] = 5; }, "stages[0].batch 3 -> 5"},
+        {[](nlohmann::json& r) { r["stages"].push_back(r["stages"][0]); }, "stages[1].accumulate — -> 2"}};
+    for (const auto& [change, expected] : changes) {
+      const QString changed = write_recipe(configs, "recipe", [&](nlohmann::json& r) {
+        shorter(r);
+        change(r);
+      });
+      const auto refused = expnet_test::runProcess(expnet_test::cliPath(), train_args(changed, out, true));
+      QVERIFY(refused.exitCode != 0);
+      QVERIFY2(refused.err.contains("--resume: the config differs from the one run 'recipe' was started with") &&
+                   refused.err.contains(expected),
+               refused.err.constData());
+      QCOMPARE(describe(store, "recipe"), before);
+    }
+    const QString same = write_recipe(configs, "recipe", shorter);
+    const auto resumed = expnet_test::runProcess(expnet_test::cliPath(), train_args(same, out, true));
+    QVERIFY2(resumed.exitCode == 0, resumed.err.constData());
+    QCOMPARE(RunStore(store).find_run("recipe").status, std::string("finished"));
   }
 
   // The first stage is frozen and its feature cache folder cannot be made (a

@@ -7,6 +7,8 @@
 #include <QTemporaryDir>
 #include <QtTest>
 
+#include <sys/stat.h>
+
 #include <sqlite3.h>
 #include <unistd.h>
 
@@ -86,6 +88,15 @@ std::string query_one(const std::string& path, const std::string& sql) {
 std::string file_bytes(const std::string& path) {
   std::ifstream in(path, std::ios::binary);
   return std::string(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+}
+
+// A store of one run with 3,000 steps (about 100 KB), closed cleanly (no -wal left).
+void store_of_3000_steps(const std::string& path) {
+  RunStore store(path);
+  const int64_t run = store.create_run("steps", "{}", "/tmp/steps");
+  std::vector<StepRecord> steps;
+  for (int i = 1; i <= 3000; ++i) steps.push_back({run, 0, 0, i, 1.0, 1e-4, 1.0, 10.0, false, i * 0.1});
+  store.log_steps(steps);
 }
 
 // Opening `path` throws a message naming it and saying it was not modified; the
@@ -254,13 +265,7 @@ class TestRunStore : public QObject {
 
     // A real store, cut in half (a copy that stopped midway).
     const std::string cut = dir + "/cut.sqlite";
-    {
-      RunStore store(cut);
-      const int64_t run = store.create_run("cut", "{}", "/tmp/cut");
-      std::vector<StepRecord> steps;
-      for (int i = 1; i <= 3000; ++i) steps.push_back({run, 0, 0, i, 1.0, 1e-4, 1.0, 10.0, false, i * 0.1});
-      store.log_steps(steps);
-    }
+    store_of_3000_steps(cut);
     QVERIFY(!fs::exists(cut + "-wal"));
     const auto size = fs::file_size(cut);
     QVERIFY(size > 40000);
@@ -272,6 +277,56 @@ class TestRunStore : public QObject {
     exec_sql(foreign, "CREATE TABLE photos(path TEXT); INSERT INTO photos VALUES('x.jpg');");
     expect_refused_untouched(foreign, "not a run store (its tables: photos)");
     QCOMPARE(run_store_file_version(foreign), 0);
+  }
+
+  // What a store path can be besides a store (issue 45): a folder or a FIFO
+  // (never opened: SQLite would wait on it), a store whose tables are gone, a
+  // page that fails to read (its reason, not "not an error"), and a version 2
+  // store labelled version 1 (migrated, not failed on "duplicate column name").
+  void oddStoresSayWhatTheyAre() {
+    const std::string dir = expnet_test::makeTempDir("run_store_odd").toStdString();
+    fs::create_directories(dir + "/folder.sqlite");
+    const std::string fifo = dir + "/pipe.sqlite";
+    QCOMPARE(::mkfifo(fifo.c_str(), 0600), 0);
+    for (const auto mode : {RunStore::Open::create, RunStore::Open::existing}) {
+      const QString folder = expnet_test::errorOf([&] { RunStore store(dir + "/folder.sqlite", mode); });
+      QVERIFY2(folder.contains("folder") && !folder.contains("does not exist"), qPrintable(folder));
+      QElapsedTimer clock;
+      clock.start();
+      const QString pipe = expnet_test::errorOf([&] { RunStore store(fifo, mode); });
+      QVERIFY2(pipe.contains("FIFO") && !pipe.contains("does not exist"), qPrintable(pipe));
+      QVERIFY(clock.elapsed() < 5000);
+    }
+    QCOMPARE(run_store_file_version(fifo), -1);
+
+    const std::string tableless = dir + "/tableless.sqlite";
+    exec_sql(tableless, "CREATE TABLE notes(x TEXT); PRAGMA user_version = 2;");
+    expect_refused_untouched(tableless, "tables runs, stages, steps, validation, samples are missing");
+
+    // A page in the middle overwritten: whichever way SQLite reports it, a reason of its own.
+    const std::string paged = dir + "/paged.sqlite";
+    store_of_3000_steps(paged);
+    {
+      std::fstream file(paged, std::ios::in | std::ios::out | std::ios::binary);
+      file.seekp(static_cast<std::streamoff>(fs::file_size(paged) / 2 / 4096 * 4096));
+      const std::string junk(4096, '\xA5');
+      file.write(junk.data(), static_cast<std::streamsize>(junk.size()));
+    }
+    const QString damaged = expnet_test::errorOf([&] { RunStore store(paged); });
+    QVERIFY2(damaged.contains("damaged") && !damaged.contains("not an error"), qPrintable(damaged));
+
+    // Version 2's tables and columns under user_version 1: migrated as they are.
+    const std::string mislabelled = dir + "/mislabelled.sqlite";
+    {
+      RunStore store(mislabelled);
+      store.set_notes(store.create_run("kept", "{}", "/tmp/kept"), "notes survive");
+    }
+    exec_sql(mislabelled, "PRAGMA user_version = 1;");
+    {
+      RunStore store(mislabelled);
+      QCOMPARE(store.find_run("kept").notes, std::string("notes survive"));
+    }
+    QCOMPARE(run_store_file_version(mislabelled), kRunStoreVersion);
   }
 
   void notARunStoreIsAClearError() {

@@ -2,6 +2,7 @@
 
 #include <QComboBox>
 #include <QHeaderView>
+#include <QJsonDocument>
 #include <QJsonObject>
 #include <QLabel>
 #include <QMap>
@@ -9,9 +10,11 @@
 #include <QVBoxLayout>
 
 #include <set>
+#include <string>
+#include <vector>
 
 #include "common/hintlabel.h"
-#include "runs/configdiff.h"
+#include "expnet/train/config_diff.h"
 
 namespace {
 
@@ -43,25 +46,28 @@ ConfigDiffView::ConfigDiffView(QWidget* parent) : QWidget(parent), summary_(new 
 }
 
 void ConfigDiffView::setRuns(const QVector<RunColumn>& runs) {
-  QVector<QJsonObject> configs;
+  std::vector<std::string> configs;
   QStringList headers{QStringLiteral("Key")};
   for (const auto& run : runs) {
-    configs.append(run.details ? run.details->config : QJsonObject());
+    const QJsonObject config = run.details ? run.details->config : QJsonObject();
+    configs.push_back(QJsonDocument(config).toJson(QJsonDocument::Compact).toStdString());
     headers << run.label;
   }
-  const auto differences = diffConfigs(configs);
+  const auto differences = expnet::diff_configs(configs);
   table_->clear();
   table_->setColumnCount(headers.size());
   table_->setHorizontalHeaderLabels(headers);
-  table_->setRowCount(differences.size());
-  for (int r = 0; r < differences.size(); ++r) {
-    table_->setItem(r, 0, cell(differences[r].key));
-    for (int c = 0; c < differences[r].values.size(); ++c) table_->setItem(r, c + 1, cell(differences[r].values[c]));
+  table_->setRowCount(int(differences.size()));
+  for (int r = 0; r < int(differences.size()); ++r) {
+    const auto& difference = differences[size_t(r)];
+    table_->setItem(r, 0, cell(QString::fromStdString(difference.key)));
+    for (int c = 0; c < int(difference.values.size()); ++c)
+      table_->setItem(r, c + 1, cell(QString::fromStdString(difference.values[size_t(c)])));
   }
   table_->resizeColumnToContents(0);
   if (runs.size() < 2)
     summary_->setText(QStringLiteral("Select two or more runs (Ctrl+click) to see the configuration keys on which they differ."));
-  else if (differences.isEmpty())
+  else if (differences.empty())
     summary_->setText(QStringLiteral("The %1 selected runs have the same configuration.").arg(runs.size()));
   else
     summary_->setText(QStringLiteral("%1 configuration keys differ between the %2 selected runs (only those are listed).")

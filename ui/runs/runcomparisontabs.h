@@ -1,5 +1,5 @@
 // The Runs page's side-by-side views of the selected runs: the configuration
-// keys on which they differ (configdiff.h) and the sample captions each logged
+// keys on which they differ (expnet/train/config_diff.h) and the sample captions each logged
 // at a validation (stage, epoch), one column per run.
 #pragma once
 

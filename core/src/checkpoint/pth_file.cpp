@@ -4,6 +4,7 @@
 #include <torch/torch.h>
 
 #include <caffe2/serialize/inline_container.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <cstring>
@@ -15,6 +16,7 @@
 #include "expnet/checkpoint/pth_file.h"
 #include "expnet/checkpoint/unpickler.h"
 #include "expnet/checkpoint/zip_entries.h"
+#include "expnet/system/input_file.h"
 
 namespace expnet {
 namespace {
@@ -25,22 +27,19 @@ std::runtime_error file_error(const std::string& path, const std::string& why) {
   return std::runtime_error(path + ": " + why);
 }
 
+// Checked as a regular file first (input_file.h): a FIFO named as a checkpoint never blocks.
 std::string read_prefix(const std::string& path, size_t n) {
-  std::error_code ec;
-  if (std::filesystem::is_directory(path, ec)) throw file_error(path, "is a folder, not a checkpoint file");
-  std::ifstream in(path, std::ios::binary);
-  if (!in) throw file_error(path, "cannot open the file (missing or no permission)");
+  const int fd = open_input_file(path, "checkpoint");
   std::string out(n, '\0');
-  in.read(out.data(), static_cast<std::streamsize>(n));
-  out.resize(static_cast<size_t>(in.gcount()));
+  const ssize_t got = ::pread(fd, out.data(), n, 0);
+  const int error = errno;
+  ::close(fd);
+  if (got < 0) throw file_error(path, std::string("cannot read the file (") + std::strerror(error) + ")");
+  out.resize(static_cast<size_t>(got));
   return out;
 }
 
-std::string read_all(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) throw file_error(path, "cannot open the file (missing or no permission)");
-  return std::string(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
-}
+std::string read_all(const std::string& path) { return read_input_file(path, "checkpoint"); }
 
 // The first line of a c10::Error message; the rest is a C++ backtrace.
 std::string first_line(const char* what) {
@@ -113,6 +112,10 @@ struct PthFile::Impl {
                                    "hostile, re-save the checkpoint with torch.save");
     try {
       reader = std::make_unique<caffe2::serialize::PyTorchStreamReader>(path);
+    } catch (const std::logic_error&) {
+      // LibTorch parses the archive's version record with std::stoull: "stoull" alone says nothing.
+      throw file_error(path, "its archive version record is not a version number LibTorch reads; the file is "
+                             "corrupt or was not written by torch.save: save the checkpoint again");
     } catch (const std::exception& e) {
       throw file_error(path, "not a readable PyTorch zip archive (" + first_line(e.what()) +
                                  "); the file may be truncated or corrupt");

@@ -147,13 +147,25 @@ LoadReport load_state_dict(torch::nn::Module& module, const std::string& path, c
     views.push_back(i);
   }
   torch::NoGradGuard no_grad;
+  std::set<const pickle::TensorInfo*> non_finite;
   for (const auto& key : storage_order) {
     const auto& views = by_storage[key];
     const at::Tensor storage = file.read_storage(*plan[views.front()].first->storage);
     for (const size_t i : views) {
       const pickle::TensorInfo& info = *plan[i].first;
-      plan[i].second.copy_(storage.as_strided(info.sizes, info.strides, info.storage_offset));
+      const at::Tensor view = storage.as_strided(info.sizes, info.strides, info.storage_offset);
+      // A NaN or an infinity decodes to confident nonsense ("right right right"): refused, never used.
+      if (at::isFloatingType(view.scalar_type()) && !at::isfinite(view).all().item<bool>()) non_finite.insert(&info);
+      plan[i].second.copy_(view);
     }
+  }
+  if (!non_finite.empty()) {
+    std::vector<std::string> names;
+    for (const auto& [name, info] : state.entries)
+      if (non_finite.count(info)) names.push_back(name);
+    throw std::runtime_error(path + ": " + std::to_string(names.size()) +
+                             " tensors hold NaN or infinite values (" + list_names(names) +
+                             "): the checkpoint is damaged or from a run that diverged; use an earlier checkpoint");
   }
   for (const auto& [name, info] : state.entries)
     if (seen.count(options.add_prefix + name)) report.loaded.push_back(options.add_prefix + name);

@@ -6,6 +6,7 @@
 
 #include "expnet/checkpoint/pickle_value.h"
 #include "expnet/checkpoint/unpickler.h"
+#include "expnet/system/input_file.h"
 #include "expnet/checkpoint/pickler.h"
 
 namespace expnet {
@@ -107,10 +108,7 @@ Vocabulary parse_vocabulary(std::string_view bytes, const std::string& source) {
 }
 
 Vocabulary load_vocabulary(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) throw std::runtime_error(path + ": cannot open the vocabulary file (missing or no permission)");
-  const std::string bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-  return parse_vocabulary(bytes, path);
+  return parse_vocabulary(read_input_file(path, "vocabulary", kMaxVocabularyBytes), path);
 }
 
 }  // namespace expnet

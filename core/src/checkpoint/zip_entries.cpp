@@ -224,14 +224,17 @@ std::vector<ZipEntry> read_zip_entries(std::string_view archive, const std::stri
 }
 
 std::vector<ZipEntry> read_zip_entries_file(const std::string& path, const ZipBudget& budget) {
-  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  // O_NONBLOCK: a FIFO opens at once and is refused below instead of waiting for a writer.
+  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK);
   if (fd < 0) throw ZipError(path + ": cannot open the file (" + std::strerror(errno) + ")");
   const std::unique_ptr<int, void (*)(int*)> closer(new int(fd), [](int* f) {
     ::close(*f);
     delete f;
   });
   struct stat st {};
-  if (::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) throw ZipError(path + ": not a regular file");
+  if (::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode))
+    throw ZipError(path + ": not a regular file (a folder, FIFO or device): give the checkpoint file itself");
+  ::fcntl(fd, F_SETFL, ::fcntl(fd, F_GETFL) & ~O_NONBLOCK);
   Input input{{}, fd, static_cast<uint64_t>(st.st_size)};
   zlib_filefunc64_def io{input_open, input_read, input_write, input_tell, input_seek, input_close, input_error, &input};
   const Archive zip(unzOpen2_64(path.c_str(), &io));

@@ -16,6 +16,7 @@
 
 #include "data/dataset_formats.h"
 #include "expnet/system/atomic_file.h"
+#include "expnet/system/input_file.h"
 #include "expnet/text/caption_text.h"
 
 namespace fs = std::filesystem;
@@ -24,16 +25,7 @@ using nlohmann::json;
 namespace expnet {
 namespace {
 
-std::string read_text_file(const std::string& path) {
-  std::error_code ec;
-  if (fs::is_directory(path, ec)) throw std::runtime_error("dataset '" + path + "' is a folder, not a file");
-  std::ifstream in(path, std::ios::binary);
-  if (!in) throw std::runtime_error("cannot open dataset file '" + path + "': check the path and its permissions");
-  std::ostringstream buffer;
-  buffer << in.rdbuf();
-  if (in.bad()) throw std::runtime_error("cannot read dataset file '" + path + "' (I/O error)");
-  return buffer.str();
-}
+std::string read_text_file(const std::string& path) { return read_input_file(path, "dataset file"); }
 
 // 1-based line and column of a byte offset, for JSON error messages.
 std::pair<size_t, size_t> line_column(const std::string& text, size_t offset) {

@@ -23,6 +23,7 @@
 #include <unordered_map>
 
 #include "expnet/system/atomic_file.h"
+#include "expnet/system/input_file.h"
 #include "expnet/image/image_decode.h"
 #include "expnet/image/preprocess.h"
 
@@ -110,11 +111,12 @@ FeatureCacheHeader parse_head(const unsigned char* p, uint64_t size, const std::
 }
 
 std::string read_prefix(const std::string& path, size_t max_bytes) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) throw io_error("cannot open feature cache", path);
+  const int fd = open_input_file(path, "feature cache");
   std::string bytes(max_bytes, '\0');
-  in.read(bytes.data(), static_cast<std::streamsize>(max_bytes));
-  bytes.resize(static_cast<size_t>(in.gcount()));
+  const ssize_t got = ::pread(fd, bytes.data(), max_bytes, 0);
+  ::close(fd);
+  if (got < 0) throw io_error("cannot read feature cache", path);
+  bytes.resize(static_cast<size_t>(got));
   return bytes;
 }
 
@@ -317,7 +319,7 @@ FeatureCacheReader::FeatureCacheReader(const std::string& path) : impl_(std::mak
   m.path = path;
   if (path.size() > 8 && path.compare(path.size() - 8, 8, ".partial") == 0)
     throw std::runtime_error("'" + path + "' is an unfinished extraction; finish it with expnet features extract ... --resume");
-  m.fd = ::open(path.c_str(), O_RDONLY);
+  m.fd = ::open(path.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC);  // a FIFO: refused below, never waited on
   if (m.fd < 0) {
     if (errno == ENOENT && fs::exists(partial_path(path)))
       throw std::runtime_error("feature cache '" + path + "' is not finished (" + partial_path(path) +
@@ -326,7 +328,10 @@ FeatureCacheReader::FeatureCacheReader(const std::string& path) : impl_(std::mak
   }
   struct stat st {};
   if (::fstat(m.fd, &st) != 0) throw io_error("cannot stat feature cache", path);
-  if (!S_ISREG(st.st_mode)) throw std::runtime_error("feature cache '" + path + "' is not a regular file");
+  if (!S_ISREG(st.st_mode)) {
+    check_input_file(path, "feature cache");  // says what it is instead (a FIFO, a folder, a device)
+    throw std::runtime_error("feature cache '" + path + "' is not a regular file");
+  }
   m.size = static_cast<uint64_t>(st.st_size);
   if (m.size < kFixedBytes)
     throw std::runtime_error("'" + path + "' is not an expnet feature cache (only " + std::to_string(m.size) +
@@ -464,6 +469,13 @@ FeatureExtractResult extract_feature_cache(FeatureCacheHeader header, const std:
   Sidecar sidecar;
   std::unique_ptr<Fd> fd;
   torch::Tensor first_half;  // the first chunk when it had to be computed to learn tokens x dim
+  // A partial whose header never got written (a full disk at its creation) holds no rows: started again.
+  std::error_code size_error;
+  if (fs::exists(partial) && fs::is_regular_file(partial) && fs::file_size(partial, size_error) < kFixedBytes &&
+      !size_error) {
+    fs::remove(partial);
+    fs::remove(sidecar_path(out), size_error);
+  }
   if (fs::exists(partial)) {
     if (!options.resume)
       throw std::runtime_error("an interrupted extraction exists at '" + partial +
@@ -492,14 +504,23 @@ FeatureExtractResult extract_feature_cache(FeatureCacheHeader header, const std:
     header.dim = first_half.size(2);
     const std::string head = head_bytes(header, fixed);
     fd = std::make_unique<Fd>(partial, O_RDWR | O_CREAT | O_TRUNC);
-    pwrite_all(fd->get(), head.data(), head.size(), 0, partial);
-    if (::ftruncate(fd->get(), static_cast<off_t>(fixed.data_offset + fixed.data_bytes)) != 0)
-      throw io_error("cannot size (disk full?)", partial);
-    if (::fsync(fd->get()) != 0) throw io_error("fsync failed for", partial);
-    fsync_folder(partial);
-    const std::string text = header.to_json();
-    sidecar = Sidecar{0, {}, feature_hash_hex(feature_hash(text.data(), text.size()))};
-    write_sidecar(out, sidecar);
+    try {
+      pwrite_all(fd->get(), head.data(), head.size(), 0, partial);
+      if (::ftruncate(fd->get(), static_cast<off_t>(fixed.data_offset + fixed.data_bytes)) != 0)
+        throw io_error("cannot size (disk full?)", partial);
+      if (::fsync(fd->get()) != 0) throw io_error("fsync failed for", partial);
+      fsync_folder(partial);
+      const std::string text = header.to_json();
+      sidecar = Sidecar{0, {}, feature_hash_hex(feature_hash(text.data(), text.size()))};
+      write_sidecar(out, sidecar);
+    } catch (...) {
+      // Nothing to resume yet: no leftover for the user to delete by hand.
+      fd.reset();
+      std::error_code ignored;
+      fs::remove(partial, ignored);
+      fs::remove(sidecar_path(out), ignored);
+      throw;
+    }
   }
 
   const uint64_t row_bytes = static_cast<uint64_t>(header.tokens * header.dim) * 2;

@@ -205,7 +205,9 @@ std::string ensure_dataset_index(const std::string& dataset_path, const IndexBui
       (void)index.split_counts();
       return db;
     } catch (const std::runtime_error&) {
-      // rebuilt below, never half-used
+      // Our own cache file, unusable: removed and rebuilt below, never half-used
+      // (an index build replaces nothing but an index).
+      for (const char* suffix : {"", "-wal", "-shm"}) fs::remove(db + suffix, ec);
     }
   }
   ensure_dir(fs::path(db).parent_path().string());

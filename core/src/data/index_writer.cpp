@@ -1,12 +1,17 @@
 #include "data/index_writer.h"
 
 #include <fcntl.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
+#include <cerrno>
+#include <cstring>
 #include <ctime>
 #include <filesystem>
+#include <fstream>
 #include <random>
+#include <set>
 #include <vector>
 
 namespace fs = std::filesystem;
@@ -48,6 +53,70 @@ void fsync_file(const std::string& path) {
   }
 }
 
+// db_path may be replaced only when it is nothing, an empty file or an index of
+// ours (any version); anything else a user made is refused, naming what it is.
+void check_replaceable(const std::string& db_path, const fs::path& target) {
+  struct stat st {};
+  if (::lstat(target.c_str(), &st) != 0) {
+    if (errno == ENOENT) return;
+    throw std::runtime_error("cannot write index '" + db_path + "': " + std::strerror(errno));
+  }
+  const auto refuse = [&](const std::string& what) {
+    throw std::runtime_error("will not replace '" + db_path + "': it is " + what +
+                             ", not a dataset index; choose another --db, or remove it yourself if it is not needed");
+  };
+  if (S_ISLNK(st.st_mode)) refuse("a symbolic link (an index is never written through a link: give the real path)");
+  if (S_ISDIR(st.st_mode)) refuse("a folder");
+  if (S_ISFIFO(st.st_mode)) refuse("a FIFO");
+  if (!S_ISREG(st.st_mode)) refuse("a device or socket");
+  if (st.st_size == 0) return;
+  char magic[16] = {};
+  std::ifstream(target, std::ios::binary).read(magic, sizeof(magic));
+  if (std::memcmp(magic, "SQLite format 3", 16) != 0) refuse("a file that is not an SQLite database");
+  const auto tables = sqlite::table_names(target.string());
+  if (!tables) refuse("a damaged or unreadable SQLite database");
+  const std::set<std::string> names(tables->begin(), tables->end());
+  const auto has = [&](std::initializer_list<const char*> wanted) {
+    return std::all_of(wanted.begin(), wanted.end(), [&](const char* t) { return names.count(t) > 0; });
+  };
+  if (has({"meta", "splits", "images", "captions"})) return;  // an index (a stale version is rebuilt)
+  if (has({"runs"})) refuse("a run store");
+  if (has({"evaluations", "samples"})) refuse("an evaluation store (expnet eval)");
+  refuse("an SQLite database of another program");
+}
+
+// Every build holds an open-file-description lock on one byte of its temporary
+// file, far past SQLite's own lock bytes (at 1 GiB), so the two never meet; a
+// temporary whose byte is free, and which is not brand new, was left by a
+// killed build.
+constexpr off_t kBuilderLockByte = off_t{1} << 50;
+
+bool lock_builder_byte(int fd) {
+  struct flock lock {};
+  lock.l_type = F_WRLCK;
+  lock.l_whence = SEEK_SET;
+  lock.l_start = kBuilderLockByte;
+  lock.l_len = 1;
+  return ::fcntl(fd, F_OFD_SETLK, &lock) == 0;
+}
+
+void remove_stale_temporaries(const fs::path& target) {
+  const std::string prefix = target.filename().string() + ".tmp-";
+  std::error_code ec;
+  for (fs::directory_iterator it(target.parent_path(), ec), end; !ec && it != end; it.increment(ec)) {
+    const fs::path path = it->path();
+    const std::string name = path.filename().string();
+    if (name.rfind(prefix, 0) != 0 || name.find_first_not_of("0123456789", prefix.size()) != std::string::npos) continue;
+    struct stat st {};
+    if (::lstat(path.c_str(), &st) != 0 || !S_ISREG(st.st_mode) || std::time(nullptr) - st.st_mtime < 10) continue;
+    const int fd = ::open(path.c_str(), O_RDWR | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK);
+    if (fd < 0) continue;
+    if (lock_builder_byte(fd))
+      for (const char* suffix : {"", "-wal", "-shm", "-journal"}) fs::remove(path.string() + suffix, ec);
+    ::close(fd);
+  }
+}
+
 // Absolute form of a path; "" stands for the current folder.
 std::string absolute(const std::string& path) {
   std::error_code ec;
@@ -74,10 +143,21 @@ IndexWriter::IndexWriter(const std::string& db_path, const IndexOrigin& origin, 
   if (!fs::is_directory(target.parent_path(), ec))
     throw std::runtime_error("cannot write index '" + db_path + "': folder '" + target.parent_path().string() +
                              "' does not exist; create it or choose another --db");
+  check_replaceable(db_path, target);
+  remove_stale_temporaries(target);
+  db_path_ = db_path;
   target_ = target.string();
   std::random_device rd;
   temp_ = target_ + ".tmp-" + std::to_string(rd());
   label_ = "index '" + temp_ + "'";
+  temp_lock_ = ::open(temp_.c_str(), O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+  if (temp_lock_ < 0 || !lock_builder_byte(temp_lock_)) {
+    const std::string reason = std::strerror(errno);
+    if (temp_lock_ >= 0) ::close(temp_lock_);
+    temp_lock_ = -1;
+    throw std::runtime_error("cannot write index '" + db_path + "': cannot create '" + temp_ + "' (" + reason +
+                             "); check the folder's permissions and free space");
+  }
   try {
     db_ = sqlite::open(temp_, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE, label_);
     // A temporary file that is deleted on any failure needs no journal and no syncs.
@@ -104,6 +184,7 @@ IndexWriter::IndexWriter(const std::string& db_path, const IndexOrigin& origin, 
 
 IndexWriter::~IndexWriter() {
   if (!finished_) remove_temp();
+  if (temp_lock_ >= 0) ::close(temp_lock_);
 }
 
 void IndexWriter::remove_temp() {
@@ -194,6 +275,8 @@ IndexBuildReport IndexWriter::finish() {
   check_cancelled();
   fsync_file(temp_);
   check_cancelled();  // the sync of a large file can take a while
+  // What is at the target may have changed while the index was built.
+  check_replaceable(db_path_, target_);
   // Stale WAL files of an older index at the target would be replayed into the new one.
   std::error_code ec;
   for (const char* suffix : {"-wal", "-shm"}) fs::remove(target_ + suffix, ec);

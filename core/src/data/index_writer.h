@@ -30,7 +30,10 @@ class IndexWriter {
  public:
   // Starts the index in a temporary file beside db_path (one transaction,
   // no journal: the file is thrown away on failure, not repaired). Throws
-  // when db_path's folder does not exist.
+  // when db_path's folder does not exist, or when db_path is anything but
+  // nothing, an empty file or an index of ours (a run store, a text file, a
+  // FIFO, a link: never replaced). Removes temporary files that killed builds
+  // of the same db_path left.
   IndexWriter(const std::string& db_path, const IndexOrigin& origin, const IndexBuildControl& control);
   // Removes the temporary file unless finish() moved it over db_path.
   ~IndexWriter();
@@ -50,7 +53,8 @@ class IndexWriter {
   void write_splits_and_words(IndexBuildReport& report);
   void remove_temp();
 
-  std::string target_, temp_, label_;  // label_: what SQLite errors start with
+  std::string db_path_, target_, temp_, label_;  // label_: what SQLite errors start with
+  int temp_lock_ = -1;  // holds the temporary file's builder lock (index_writer.cpp)
   const IndexBuildControl& control_;
   std::chrono::steady_clock::time_point start_;
   sqlite::Database db_;

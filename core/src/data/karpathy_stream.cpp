@@ -6,15 +6,14 @@
 #include <simdjson.h>
 
 #include <algorithm>
-#include <filesystem>
 #include <optional>
 #include <stdexcept>
 #include <string_view>
 #include <utility>
 
+#include "expnet/system/input_file.h"
 #include "expnet/text/caption_text.h"
 
-namespace fs = std::filesystem;
 namespace od = simdjson::ondemand;
 
 namespace expnet {
@@ -276,8 +275,7 @@ KarpathyStream::KarpathyStream(const std::string& file, const DatasetLoadOptions
   State& s = *state_;
   s.file = file;
   s.options = options;
-  std::error_code ec;
-  if (fs::is_directory(file, ec)) throw std::runtime_error("dataset '" + file + "' is a folder, not a file");
+  check_input_file(file, "dataset file");  // a folder, FIFO or device: refused, never waited on
   auto loaded = simdjson::padded_string::load(file);
   if (loaded.error()) throw std::runtime_error("cannot open dataset file '" + file + "': check the path and its permissions");
   s.json = std::move(loaded).value_unsafe();

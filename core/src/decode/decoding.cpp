@@ -5,6 +5,7 @@
 #include <torch/torch.h>
 
 #include <algorithm>
+#include <cstdio>
 #include <cmath>
 #include <map>
 #include <set>
@@ -157,6 +158,10 @@ std::vector<DecodingResult> beam_search(StepDecoder& decoder, int64_t batch, con
   auto sos = torch::full({batch}, s.sos, long_opts);
   auto raw = decoder.step(sos);
   const auto device = raw.device();
+  if (K > raw.size(-1))
+    throw std::invalid_argument("beam size " + std::to_string(K) + " is larger than the vocabulary (" +
+                                std::to_string(raw.size(-1)) + " words): use a beam of at most " +
+                                std::to_string(raw.size(-1)));
   auto ranked = ranking_logprobs(raw, Prefixes(static_cast<size_t>(batch), {s.sos}), o, s);
   auto topi = std::get<1>(ranked.topk(K, -1, true, true));  // [B, K]
   BeamBatch b;
@@ -336,8 +341,17 @@ std::vector<DecodingResult> row_search(StepDecoder& decoder, int64_t batch, cons
 
 void DecodingOptions::validate() const {
   auto fail = [](const std::string& what) { throw std::invalid_argument(what); };
-  if (search == SearchKind::Beam && beam_size < 1) fail("beam size must be >= 1");
-  if (num_hypotheses < 1) fail("n-best must be >= 1");
+  const auto g = [](double v) {
+    char text[32];
+    std::snprintf(text, sizeof(text), "%g", v);
+    return std::string(text);
+  };
+  if (search == SearchKind::Beam && (beam_size < 1 || beam_size > kMaxBeamSize))
+    fail("beam size must be 1 to " + std::to_string(kMaxBeamSize) + ", not " + std::to_string(beam_size));
+  if (num_hypotheses < 1 || num_hypotheses > kMaxBeamSize)
+    fail("n-best must be 1 to " + std::to_string(kMaxBeamSize) + ", not " + std::to_string(num_hypotheses));
+  if (max_length > kMaxDecodingLength)
+    fail("max length must be at most " + std::to_string(kMaxDecodingLength) + ", not " + std::to_string(max_length));
   if (search == SearchKind::Beam && num_hypotheses > beam_size)
     fail("n-best (" + std::to_string(num_hypotheses) + ") cannot exceed the beam size (" + std::to_string(beam_size) + ")");
   if (max_length < 2) fail("max length must be >= 2 (it counts SOS)");
@@ -345,7 +359,9 @@ void DecodingOptions::validate() const {
   if (no_repeat_ngram_size < 0) fail("no-repeat n-gram size must be >= 0");
   if (max_word_run < 0) fail("max word run must be >= 0 (0 = off)");
   if (repetition_penalty < 1.0) fail("repetition penalty must be >= 1");
-  if (sampling_temperature <= 0) fail("sampling temperature must be > 0");
+  if (!(sampling_temperature >= kMinTemperature && sampling_temperature <= kMaxTemperature))
+    fail("sampling temperature must be " + g(kMinTemperature) + " to " + g(kMaxTemperature) + ", not " +
+         g(sampling_temperature));
   if (sampling_topk < 0) fail("sampling top-k must be >= 0");
   if (sampling_topp <= 0 || sampling_topp > 1) fail("sampling top-p must be in (0, 1]");
 }

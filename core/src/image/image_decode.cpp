@@ -12,13 +12,17 @@
 #include <unistd.h>
 
 #include <opencv2/core.hpp>
+#include <opencv2/core/utils/logger.hpp>
 #include <opencv2/imgcodecs.hpp>
 #include <opencv2/imgproc.hpp>
 
 #include <algorithm>
 #include <cctype>
 #include <cerrno>
+#include <cstdlib>
 #include <cstring>
+#include <filesystem>
+#include <stdexcept>
 #include <limits>
 #include <string>
 #include <vector>
@@ -147,14 +151,51 @@ cv::Mat bgr_to_rgb8(const cv::Mat& m) {
 
 // OpenCV decodes HDR and Sun raster from memory only through a temporary
 // file (/tmp/__opencv_temp.*), left behind when the process is killed
-// mid-decode: these two are read from their own file instead.
+// mid-decode: these two go through a file of ours that has no name.
 bool decoded_from_file_only(ImageFormat format) { return format == ImageFormat::Hdr || format == ImageFormat::SunRaster; }
 
-// nullptr `path`: decode `bytes` in memory. Out of memory is an error of this
-// file, not of the batch it is in.
-cv::Mat decode_or_empty(const std::vector<uint8_t>& bytes, const char* path, int flags, std::string& error) {
+// imread of exactly `bytes` (the ones the size guard probed, never the path
+// again: a file swapped in meanwhile is not read) through a temporary file
+// unlinked at once, read by its descriptor: nothing is left after a kill.
+cv::Mat imread_bytes(const std::vector<uint8_t>& bytes, int flags) {
+  std::string name = (std::filesystem::temp_directory_path() / "expnet-image-XXXXXX").string();
+  const int fd = ::mkstemp(name.data());
+  if (fd < 0) throw std::runtime_error(std::string("cannot create a temporary file to decode it (") + std::strerror(errno) + ")");
+  ::unlink(name.c_str());
+  size_t done = 0;
+  while (done < bytes.size()) {
+    const ssize_t n = ::write(fd, bytes.data() + done, bytes.size() - done);
+    if (n <= 0 && errno != EINTR) {
+      const int error = errno;
+      ::close(fd);
+      throw std::runtime_error(std::string("cannot write a temporary file to decode it (") + std::strerror(error) + ")");
+    }
+    if (n > 0) done += static_cast<size_t>(n);
+  }
+  cv::Mat m;
   try {
-    if (path) return cv::imread(path, flags);
+    m = cv::imread("/proc/self/fd/" + std::to_string(fd), flags);
+  } catch (...) {
+    ::close(fd);
+    throw;
+  }
+  ::close(fd);
+  return m;
+}
+
+// through_file: decode `bytes` through imread_bytes, else in memory. Out of
+// memory is an error of this file, not of the batch it is in.
+cv::Mat decode_or_empty(const std::vector<uint8_t>& bytes, bool through_file, int flags, std::string& error) {
+  // OpenCV's own warnings ("imdecode_(''): can't read header ...") would reach
+  // stderr before our error, which already says what went wrong and what to do.
+  static const bool quiet = [] {
+    if (cv::utils::logging::getLogLevel() > cv::utils::logging::LOG_LEVEL_ERROR)
+      cv::utils::logging::setLogLevel(cv::utils::logging::LOG_LEVEL_ERROR);
+    return true;
+  }();
+  (void)quiet;
+  try {
+    if (through_file) return imread_bytes(bytes, flags);
     // imdecode takes a Mat header over the bytes: no copy.
     const cv::Mat buffer(1, static_cast<int>(bytes.size()), CV_8UC1, const_cast<uint8_t*>(bytes.data()));
     return cv::imdecode(buffer, flags);
@@ -162,6 +203,8 @@ cv::Mat decode_or_empty(const std::vector<uint8_t>& bytes, const char* path, int
     error = strip_newlines(e.what());
   } catch (const std::bad_alloc&) {
     error = "out of memory";
+  } catch (const std::runtime_error& e) {
+    error = e.what();
   }
   return {};
 }
@@ -291,11 +334,11 @@ cv::Mat decode_checked(const std::vector<uint8_t>& bytes, const std::string& nam
   int flags = cv::IMREAD_ANYCOLOR | cv::IMREAD_ANYDEPTH;
   if (format == ImageFormat::Hdr) flags &= ~cv::IMREAD_ANYDEPTH;  // straight to OpenCV's 8-bit mapping
   if (!options.apply_exif) flags |= cv::IMREAD_IGNORE_ORIENTATION;
-  const char* path = decoded_from_file_only(format) ? file : nullptr;
+  const bool through_file = decoded_from_file_only(format);
   std::string cv_error;
-  cv::Mat decoded = decode_or_empty(*to_decode, path, flags, cv_error);
+  cv::Mat decoded = decode_or_empty(*to_decode, through_file, flags, cv_error);
   if (!decoded.empty() && decoded.depth() != CV_8U && decoded.depth() != CV_16U)
-    decoded = decode_or_empty(*to_decode, path, flags & ~cv::IMREAD_ANYDEPTH, cv_error);  // float: OpenCV's 8-bit mapping
+    decoded = decode_or_empty(*to_decode, through_file, flags & ~cv::IMREAD_ANYDEPTH, cv_error);  // float: OpenCV's 8-bit mapping
   if (decoded.empty()) {
     if (!with_iend.empty())
       throw ImageError(name, "truncated", "the PNG data ends before the image is complete" + truncated_advice);

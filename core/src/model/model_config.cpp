@@ -10,6 +10,8 @@
 #include <sstream>
 #include <stdexcept>
 
+#include "expnet/system/input_file.h"
+
 namespace expnet {
 namespace {
 
@@ -314,7 +316,7 @@ ModelConfig ModelConfig::from_json(const std::string& text, const std::string& s
   json doc;
   try {
     doc = json::parse(text);
-  } catch (const json::parse_error& e) {
+  } catch (const json::exception& e) {  // parse errors, and numbers past double's range ("1e400")
     throw std::invalid_argument(source + ": not valid JSON (" + e.what() + ")");
   }
   if (!doc.is_object()) throw std::invalid_argument(source + ": expected a JSON object of model settings");
@@ -338,12 +340,9 @@ ModelConfig ModelConfig::from_json(const std::string& text, const std::string& s
 }
 
 ModelConfig ModelConfig::load(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) throw std::runtime_error("cannot open model config '" + path + "'");
-  std::stringstream buffer;
-  buffer << in.rdbuf();
+  const std::string text = read_input_file(path, "model config", kMaxConfigBytes);
   try {
-    return from_json(buffer.str(), "model config '" + path + "'");
+    return from_json(text, "model config '" + path + "'");
   } catch (const std::invalid_argument& e) {
     throw std::runtime_error(e.what());
   }

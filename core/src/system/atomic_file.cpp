@@ -92,9 +92,20 @@ void fsync_folder(const std::string& folder, const std::string& path) {
   if (rc != 0) throw write_error(path, "making the rename durable", error);
 }
 
-std::string temporary_name(const std::string& path) {
+// A file name holds at most 255 bytes (NAME_MAX on Linux's file systems); the
+// temporary's ".tmp.<pid>.<random>" takes up to 32 of them, so a long target
+// name is cut to leave room for it.
+constexpr size_t kNameMax = 255, kSuffixMax = 32;
+
+std::string temporary_prefix(const std::filesystem::path& target) {
+  const std::string name = target.filename().string();
+  return name.substr(0, std::min(name.size(), kNameMax - kSuffixMax)) + ".tmp.";
+}
+
+std::string temporary_name(const std::filesystem::path& target) {
   std::random_device rd;
-  return path + ".tmp." + std::to_string(::getpid()) + "." + std::to_string(rd());
+  const std::filesystem::path folder = target.has_parent_path() ? target.parent_path() : std::filesystem::path(".");
+  return (folder / (temporary_prefix(target) + std::to_string(::getpid()) + "." + std::to_string(rd()))).string();
 }
 
 // The process id in a temporary name (<target>.tmp.<pid>.<random>); 0 when the name is not one.
@@ -139,8 +150,12 @@ void write_file_atomic(const std::string& path, const std::function<void(std::os
   if (!fs::is_directory(folder))
     throw std::runtime_error("cannot write '" + path + "': folder '" + folder.string() + "' does not exist; create it first");
   // A killed earlier write of this same file (an export, a checkpoint) left its temporary file here.
-  remove_temporaries(folder, target.filename().string() + ".tmp.", false);
-  const std::string temp = temporary_name(path);
+  if (target.filename().string().size() > kNameMax)
+    throw std::runtime_error("cannot write '" + path + "': its file name is " +
+                             std::to_string(target.filename().string().size()) + " bytes, more than the " +
+                             std::to_string(kNameMax) + " a file system allows; choose a shorter name");
+  remove_temporaries(folder, temporary_prefix(target), false);
+  const std::string temp = temporary_name(target);
   int fd = ::open(temp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0666);
   if (fd < 0) throw write_error(path, "creating its temporary file '" + temp + "'", errno);
   try {

@@ -21,9 +21,48 @@ std::string system_reason(sqlite3* db) {
 
 }  // namespace
 
+std::string uri_escaped(const std::string& path) {
+  static const char* hex = "0123456789ABCDEF";
+  std::string out;
+  for (unsigned char c : path) {
+    if (c == '%' || c == '?' || c == '#' || c < 0x20 || c >= 0x7f) {
+      out += '%';
+      out += hex[c >> 4];
+      out += hex[c & 15];
+    } else {
+      out += static_cast<char>(c);
+    }
+  }
+  return out;
+}
+
+std::optional<std::vector<std::string>> table_names(const std::string& path) {
+  sqlite3* raw = nullptr;
+  const std::string uri = "file:" + uri_escaped(path) + "?mode=ro&immutable=1";
+  sqlite3_open_v2(uri.c_str(), &raw, SQLITE_OPEN_READONLY | SQLITE_OPEN_URI, nullptr);
+  const Database db(raw);
+  sqlite3_stmt* stmt = nullptr;
+  if (!db || sqlite3_prepare_v2(db.get(), "SELECT name FROM sqlite_master WHERE type = 'table'", -1, &stmt, nullptr) !=
+                 SQLITE_OK)
+    return std::nullopt;
+  std::vector<std::string> names;
+  int rc = SQLITE_ROW;
+  while ((rc = sqlite3_step(stmt)) == SQLITE_ROW)
+    names.emplace_back(reinterpret_cast<const char*>(sqlite3_column_text(stmt, 0)));
+  sqlite3_finalize(stmt);
+  if (rc != SQLITE_DONE) return std::nullopt;
+  return names;
+}
+
 void CloseDatabase::operator()(sqlite3* db) const { sqlite3_close(db); }
 
 Database open(const std::string& path, int flags, const std::string& label) {
+  // SQLite's Unix files take paths of at most 512 bytes (its MAX_PATHNAME), and
+  // past that say only "unable to open database file".
+  constexpr size_t kMaxPath = 512;
+  if (path.size() >= kMaxPath)
+    throw std::runtime_error(label + ": its path is " + std::to_string(path.size()) + " bytes; SQLite opens paths of " +
+                             "fewer than " + std::to_string(kMaxPath) + ": choose a shorter folder");
   sqlite3* raw = nullptr;
   const int rc = sqlite3_open_v2(path.c_str(), &raw, flags, nullptr);
   Database db(raw);

@@ -7,6 +7,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -23,6 +24,15 @@ using Database = std::unique_ptr<sqlite3, CloseDatabase>;
 // Opens `path` with SQLite's open flags; throws "<label>: cannot open (<reason>)"
 // and what to do. A busy timeout lets a reader and a writer share the file.
 Database open(const std::string& path, int flags, const std::string& label);
+
+// `path` as the body of a "file:" URI (SQLITE_OPEN_URI): %, ?, #, control and
+// non-ASCII bytes percent-escaped, so any file name opens as itself.
+std::string uri_escaped(const std::string& path);
+
+// The tables of the SQLite file at `path`, read-only and immutable (nothing is
+// written beside it, no journal replayed); nullopt when it is not a readable
+// SQLite database. For telling our files (and others') apart before writing.
+std::optional<std::vector<std::string>> table_names(const std::string& path);
 
 // Runs `sql` (one or more statements); throws "<label>: <SQLite's reason>".
 void exec(sqlite3* db, const std::string& label, const std::string& sql);

@@ -6,6 +6,7 @@
 #include <stdexcept>
 
 #include "expnet/system/atomic_file.h"
+#include "expnet/system/input_file.h"
 
 namespace expnet {
 
@@ -99,8 +100,16 @@ Vocabulary Vocabulary::from_json(const std::string& text, const std::string& sou
     throw std::runtime_error(source + ": not an expnet vocabulary (expected {\"format\":\"expnet-vocabulary\",\"words\":[...]})");
   if (doc.contains("del") && doc["del"] != "DEL")
     throw std::runtime_error(source + ": \"del\" must be \"DEL\" (PNAIC's delete token), got " + doc["del"].dump());
+  const auto& words = doc["words"];
+  for (size_t i = 0; i < words.size(); ++i)
+    if (!words[i].is_string())
+      throw std::runtime_error(source + ": word " + std::to_string(i) + " is " + std::string(words[i].type_name()) +
+                               " " + words[i].dump().substr(0, 40) + ", not a string: every word must be a JSON string");
+  for (const char* key : {"sos", "eos", "pad", "unk"})
+    if (doc.contains(key) && !doc[key].is_string())
+      throw std::runtime_error(source + ": \"" + key + "\" must be a string, not " + doc[key].dump().substr(0, 40));
   try {
-    return Vocabulary(doc["words"].get<std::vector<std::string>>(), doc.value("sos", "SOS"), doc.value("eos", "EOS"),
+    return Vocabulary(words.get<std::vector<std::string>>(), doc.value("sos", "SOS"), doc.value("eos", "EOS"),
                       doc.value("pad", "PAD"), doc.value("unk", "UNK"));
   } catch (const std::exception& e) {
     throw std::runtime_error(source + ": " + e.what());
@@ -108,11 +117,7 @@ Vocabulary Vocabulary::from_json(const std::string& text, const std::string& sou
 }
 
 Vocabulary Vocabulary::load_json(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) throw std::runtime_error("cannot open vocabulary '" + path + "': check the path");
-  std::stringstream buffer;
-  buffer << in.rdbuf();
-  return from_json(buffer.str(), path);
+  return from_json(read_input_file(path, "vocabulary", kMaxVocabularyBytes), path);
 }
 
 void Vocabulary::save_json(const std::string& path) const { write_file_atomic(path, to_json()); }

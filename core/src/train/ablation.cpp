@@ -9,6 +9,7 @@
 #include <stdexcept>
 
 #include "expnet/model/model_config.h"
+#include "expnet/system/input_file.h"
 
 namespace expnet {
 namespace {
@@ -86,11 +87,7 @@ AblationPlan ablation_from_json(const std::string& text, const std::string& sour
 }
 
 AblationPlan read_ablation(const std::string& path) {
-  std::ifstream in(path);
-  if (!in) throw std::runtime_error("ablation file '" + path + "': cannot read it; check the path");
-  std::stringstream text;
-  text << in.rdbuf();
-  return ablation_from_json(text.str(), "ablation file '" + path + "'");
+  return ablation_from_json(read_input_file(path, "ablation file", kMaxConfigBytes), "ablation file '" + path + "'");
 }
 
 }  // namespace expnet

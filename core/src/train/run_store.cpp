@@ -33,9 +33,15 @@ RunStore::RunStore(const std::string& path, Open mode) : impl_(std::make_unique<
   impl_->label = run_store_label(path);
   if (mode == Open::existing) {
     std::error_code error;
-    if (!std::filesystem::is_regular_file(path, error))
+    const auto kind = std::filesystem::status(path, error).type();
+    if (kind == std::filesystem::file_type::not_found)
       throw std::runtime_error(impl_->label + " does not exist (moved or deleted?): pass a runs.sqlite file (a run "
                                "folder has one)");
+    if (kind == std::filesystem::file_type::directory)
+      throw std::runtime_error(impl_->label + " is a folder, not a file: pass the runs.sqlite file inside it");
+    if (kind != std::filesystem::file_type::regular)
+      throw std::runtime_error(impl_->label + " is " + (kind == std::filesystem::file_type::fifo ? "a FIFO (named pipe)" : "not a regular file") +
+                               ": pass a runs.sqlite file (a run folder has one)");
     if (std::filesystem::file_size(path, error) == 0)
       throw std::runtime_error(impl_->label + " is empty (0 bytes): it holds no runs; a trainer (`expnet train "
                                "--store FILE`) makes it a run store");

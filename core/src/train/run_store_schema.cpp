@@ -8,7 +8,9 @@
 
 #include <cerrno>
 #include <cstring>
+#include <algorithm>
 #include <mutex>
+#include <regex>
 #include <set>
 #include <stdexcept>
 #include <tuple>
@@ -81,28 +83,13 @@ bool exists(const std::string& path) {
   return ::stat(path.c_str(), &st) == 0;
 }
 
-std::string uri_escaped(const std::string& path) {
-  static const char* hex = "0123456789ABCDEF";
-  std::string out;
-  for (unsigned char c : path) {
-    if (c == '%' || c == '?' || c == '#' || c < 0x20 || c >= 0x7f) {
-      out += '%';
-      out += hex[c >> 4];
-      out += hex[c & 15];
-    } else {
-      out += static_cast<char>(c);
-    }
-  }
-  return out;
-}
-
 // A read-only SQLite connection opens WAL files by creating <path>-wal and
 // <path>-shm and leaves them behind; when none of the journal files exists, no
 // writer is active and the main file holds everything, so "immutable" reads it
 // without them.
 int open_read_only_raw(const std::string& path, sqlite3** db) {
   const bool side_files = exists(path + "-wal") || exists(path + "-shm") || exists(path + "-journal");
-  const std::string uri = "file:" + uri_escaped(path) + (side_files ? "?mode=ro" : "?mode=ro&immutable=1");
+  const std::string uri = "file:" + sqlite::uri_escaped(path) + (side_files ? "?mode=ro" : "?mode=ro&immutable=1");
   const int rc = sqlite3_open_v2(uri.c_str(), db, SQLITE_OPEN_READONLY | SQLITE_OPEN_URI | SQLITE_OPEN_FULLMUTEX, nullptr);
   if (*db) sqlite3_busy_timeout(*db, 10000);
   return rc;
@@ -148,9 +135,11 @@ Look look_at(const std::string& path, bool check_integrity) {
     look.reason = std::strerror(errno);
     return look;
   }
-  if (S_ISDIR(st.st_mode)) {
+  if (!S_ISREG(st.st_mode)) {  // SQLite would wait forever on a FIFO
     look.problem = Problem::cannot_read;
-    look.reason = "it is a folder";
+    look.reason = S_ISDIR(st.st_mode) ? "it is a folder, not a file: pass the runs.sqlite inside it"
+                  : S_ISFIFO(st.st_mode) ? "it is a FIFO (named pipe), not a file"
+                                         : "it is a device or socket, not a file";
     return look;
   }
   if (st.st_size == 0) return look;
@@ -176,7 +165,9 @@ Look look_at(const std::string& path, bool check_integrity) {
   }
   if (rc != SQLITE_OK) {
     look.problem = problem_of(rc);
-    look.reason = db ? sqlite3_errmsg(db) : "out of memory";
+    // After a failed statement is finalised the connection may say "not an error": SQLite's text for the code then.
+    const std::string message = db ? sqlite3_errmsg(db) : "out of memory";
+    look.reason = message == "not an error" ? sqlite3_errstr(rc) : message;
   }
   sqlite3_close(db);
   if (look.problem != Problem::none) return look;
@@ -194,6 +185,15 @@ Look look_at(const std::string& path, bool check_integrity) {
   } else if (!tables.empty()) {
     look.problem = Problem::foreign;
     look.reason = names;
+  }
+  // Every version has had these: one missing is a damaged store, not one to add rows to.
+  std::string missing;
+  for (const char* table : {"runs", "stages", "steps", "validation", "samples"})
+    if (look.version > 0 && std::find(tables.begin(), tables.end(), table) == tables.end())
+      missing += (missing.empty() ? "" : ", ") + std::string(table);
+  if (!missing.empty() && look.version <= kRunStoreVersion) {
+    look.problem = Problem::damaged;
+    look.reason = "schema " + std::to_string(look.version) + " but its tables " + missing + " are missing";
   }
   return look;
 }
@@ -222,6 +222,29 @@ void refuse_unusable(const std::string& label, const Look& look) {
     throw std::runtime_error(label + ": written by a newer expnet (schema " + std::to_string(look.version) +
                              "; this one reads up to " + std::to_string(kRunStoreVersion) + ")" + kept +
                              "Open it with that newer expnet, or choose another file for the run store");
+}
+
+bool has_column(sqlite3* db, const std::string& label, const std::string& table, const std::string& column) {
+  sqlite::Statement s(db, label, "SELECT 1 FROM pragma_table_info(?) WHERE name = ?");
+  s.bind(1, table).bind(2, column);
+  return s.step();
+}
+
+// A migration's statements one by one. An ADD COLUMN whose column is there
+// already (a store labelled older than its tables, as a copy or another tool
+// may leave it) is skipped instead of failing on "duplicate column name".
+void migrate(sqlite3* db, const std::string& label, const std::string& sql) {
+  static const std::regex add_column(R"(ALTER\s+TABLE\s+(\w+)\s+ADD\s+COLUMN\s+(\w+))");
+  size_t start = 0;
+  while (start < sql.size()) {
+    const size_t end = std::min(sql.find(';', start), sql.size());
+    const std::string statement = sql.substr(start, end - start);
+    start = end + 1;
+    if (statement.find_first_not_of(" \n\t") == std::string::npos) continue;
+    std::smatch m;
+    if (std::regex_search(statement, m, add_column) && has_column(db, label, m[1].str(), m[2].str())) continue;
+    sqlite::exec(db, label, statement);
+  }
 }
 
 // The version as the read-write connection sees it (inside the migration's transaction).
@@ -297,7 +320,7 @@ sqlite::Database open_run_store(const std::string& path) {
     if (version == 0)
       sqlite::exec(db.get(), label, kSchemaV2);
     else
-      for (int v = version; v < kRunStoreVersion; ++v) sqlite::exec(db.get(), label, kMigrations[v]);
+      for (int v = version; v < kRunStoreVersion; ++v) migrate(db.get(), label, kMigrations[v]);
     transaction.commit();
   }
   sqlite::exec(db.get(), label, kJournal);

@@ -167,6 +167,10 @@ const std::vector<Field<StageConfig>>& stage_fields() {
   return table;
 }
 
+// Image decoding threads of the loader: past this, threads only contend (and
+// thousands fail to start at all).
+constexpr int64_t kMaxLoaderWorkers = 64;
+
 void check_stage(const StageConfig& s, const std::string& source) {
   if (s.batch < 1 || s.accumulate < 1 || s.epochs < 0 || s.lr < 0 || s.anneal_every < 1)
     throw std::runtime_error(source + ": batch, accumulate, anneal_every must be >= 1, epochs and lr >= 0");
@@ -179,6 +183,17 @@ void check_stage(const StageConfig& s, const std::string& source) {
 void check_config(const TrainConfig& c, const std::string& source) {
   for (size_t i = 0; i < c.stages.size(); ++i) check_stage(c.stages[i], source + " stage " + std::to_string(i));
   if (c.keep_last < 1) throw std::runtime_error(source + ": keep_last must be >= 1");
+  // Checked here, before any work: a bad value must not wait for the first validation.
+  const auto within = [&](const char* key, int64_t value, int64_t low, int64_t high) {
+    if (value < low || value > high)
+      throw std::runtime_error(source + ": " + key + " must be " + std::to_string(low) + " to " + std::to_string(high) +
+                               ", not " + std::to_string(value));
+  };
+  within("validation_beam", c.validation_beam, 1, kMaxBeamSize);
+  within("validation_max_len", c.validation_max_len, 1, kMaxDecodingLength);
+  within("validation_images", c.validation_images, 0, int64_t{1} << 31);
+  within("distillation_beam", c.distillation_beam, 1, kMaxBeamSize);
+  within("workers", c.workers, 0, kMaxLoaderWorkers);
   const auto pnaic_stages = std::count_if(c.stages.begin(), c.stages.end(),
                                           [](const StageConfig& s) { return s.objective == Objective::pnaic; });
   if (pnaic_stages > 0 && pnaic_stages != static_cast<long>(c.stages.size()))
@@ -191,7 +206,6 @@ void check_config(const TrainConfig& c, const std::string& source) {
   if (c.pnaic_groups < 0)
     throw std::runtime_error(source + ": pnaic_groups (K) must be >= 1, not " + std::to_string(c.pnaic_groups) +
                              " (0 = the model's)");
-  if (c.distillation_beam < 1) throw std::runtime_error(source + ": distillation_beam must be >= 1");
   if (c.model_json.empty() && c.teacher.empty())
     throw std::runtime_error(source + ": key 'model' (a preset name or an object) is missing");
   if (!c.backbone_checkpoint.empty() && (!c.init_checkpoint.empty() || !c.teacher.empty()))
@@ -217,7 +231,7 @@ json parse_object(const std::string& text, const std::string& source) {
   try {
     json j = json::parse(text);
     if (j.is_object()) return j;
-  } catch (const json::parse_error& e) {
+  } catch (const json::exception& e) {  // parse errors, and numbers past double's range ("1e400")
     throw std::runtime_error(source + ": not valid JSON (" + e.what() + ")");
   }
   throw std::runtime_error(source + ": the training config must be a JSON object");

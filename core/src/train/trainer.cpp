@@ -5,7 +5,6 @@
 
 #include <spdlog/spdlog.h>
 #include <torch/torch.h>
-#include <ATen/autocast_mode.h>
 
 #include <algorithm>
 #include <atomic>
@@ -27,12 +26,14 @@
 #include "expnet/model/pnaic.h"
 #include "expnet/train/lr_schedule.h"
 #include "expnet/train/backbone_init.h"
+#include "expnet/train/config_diff.h"
 #include "expnet/train/pnaic_teacher.h"
 #include "expnet/train/radam.h"
 #include "expnet/train/run_lock.h"
 #include "expnet/train/run_registry.h"
 #include "expnet/train/run_store.h"
 #include "expnet/train/train_steps.h"
+#include "train/autocast_scope.h"
 #include "train/distilled_data.h"
 #include "train/run_checkpoints.h"
 #include "train/stage_features.h"
@@ -47,26 +48,6 @@ namespace {
 
 std::atomic<int> g_stop_signal{0};
 extern "C" void on_stop_signal(int sig) { g_stop_signal = sig; }
-
-// Autocast (CUDA float16) around a forward pass; a no-op when off.
-class AutocastScope {
- public:
-  explicit AutocastScope(bool on) : on_(on) {
-    if (!on_) return;
-    at::autocast::set_enabled(true);
-    at::autocast::increment_nesting();
-  }
-  ~AutocastScope() {
-    if (!on_) return;
-    if (at::autocast::decrement_nesting() == 0) at::autocast::clear_cache();
-    at::autocast::set_enabled(false);
-  }
-  AutocastScope(const AutocastScope&) = delete;
-  AutocastScope& operator=(const AutocastScope&) = delete;
-
- private:
-  bool on_;
-};
 
 // A running stage: its loader, schedule, trained parameters and step options.
 struct StageRun {
@@ -134,6 +115,7 @@ class Trainer {
   std::unique_ptr<RAdam> optimizer_;
   std::unique_ptr<RunStore> store_;
   int64_t run_id_ = 0;
+  std::unique_ptr<RunFolderLock> folder_lock_;  // rank 0, before anything is written: the folder is this run's alone
   std::unique_ptr<RunLock> lock_;  // rank 0, once the run is ours: it is live (run_lock.h)
   std::chrono::steady_clock::time_point wall_start_ = std::chrono::steady_clock::now();
   double wall_offset_ = 0;  // a resumed run's training seconds before this process
@@ -214,6 +196,11 @@ void Trainer::open_run() {
     if (store_) {
       const auto existing = store_->find_run_by_name(config_.name);
       if (!existing) throw std::runtime_error("--resume: no run named '" + config_.name + "' in " + store_->path());
+      // Refused before the lock: a refused resume leaves the run's record as it was.
+      if (const auto changes = resume_config_changes(existing->config_json, config_); !changes.empty())
+        throw std::runtime_error("--resume: the config differs from the one run '" + config_.name + "' was started with (" +
+                                 describe_changes(changes) + "): resume with the run's own config (`expnet runs show " +
+                                 config_.name + " --json` prints it), or train a new run with another name");
       lock_ = std::make_unique<RunLock>(store_->path(), existing->id);  // before anything of the run changes
       run_id_ = existing->id;
     }
@@ -521,8 +508,9 @@ TrainOutcome Trainer::run() {
     throw std::runtime_error("--autocast needs a CUDA device (--device cuda on a CUDA build of LibTorch): mixed precision "
                              "here is float16 autocast with loss scaling, which LibTorch 1.13 only provides on CUDA; "
                              "train without --autocast on the CPU");
-  fs::create_directories(options_.out_dir);
+  make_run_folder(options_.out_dir);
   join_process_group();
+  if (rank0()) folder_lock_ = std::make_unique<RunFolderLock>(options_.out_dir, config_.name);
   if (is_pnaic_run(config_)) prepare_pnaic();  // bad input fails here, before data and training
   if (rank0()) open_store();
   try {

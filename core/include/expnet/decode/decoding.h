@@ -30,6 +30,13 @@ struct StepUpdate {
   std::vector<int64_t> group_words;
 };
 
+// Bounds of the options (docs/decoding.md, "Options"): a beam or n-best past
+// kMaxBeamSize only multiplies work, and a temperature outside
+// [kMinTemperature, kMaxTemperature] makes the scaled log-probs overflow.
+inline constexpr int kMaxBeamSize = 256;
+inline constexpr int kMaxDecodingLength = 1024;
+inline constexpr double kMinTemperature = 1e-3, kMaxTemperature = 1e3;
+
 struct DecodingOptions {
   SearchKind search = SearchKind::Beam;
   int beam_size = 5;
@@ -53,7 +60,7 @@ struct DecodingOptions {
   bool return_token_logprobs = true;
   std::function<void(const StepUpdate&)> on_step;  // optional streaming callback
 
-  // Throws std::invalid_argument with the offending option.
+  // Throws std::invalid_argument with the offending option and its bounds.
   void validate() const;
 };
 

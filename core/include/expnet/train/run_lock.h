@@ -29,6 +29,27 @@ class RunLock {
   int fd_ = -1;
 };
 
+// One folder holds one run. The trainer (rank 0) takes <folder>/run-folder.lock
+// (created and locked with an open file description lock before anything of the
+// run is written) and writes its run's name, pid and host into it; the name stays
+// after the trainer ends. Refused, naming the other run: the folder is in use by
+// a live trainer (any name, this one included), or it holds checkpoints of a run
+// of another name. A folder whose recorded run left no checkpoint is taken over.
+class RunFolderLock {
+ public:
+  RunFolderLock(const std::string& folder, const std::string& run_name);
+  ~RunFolderLock();  // releases the lock; the file and the name stay
+  RunFolderLock(const RunFolderLock&) = delete;
+  RunFolderLock& operator=(const RunFolderLock&) = delete;
+
+ private:
+  int fd_ = -1;
+};
+std::string run_folder_lock_path(const std::string& folder);
+
+// Creates a run folder (and its parents); the error names it, the reason and the fix.
+void make_run_folder(const std::string& folder);
+
 // True while some process holds the run's lock. Only tests the lock (F_OFD_GETLK):
 // never takes it, so it cannot get in a starting trainer's way.
 bool run_is_live(const std::string& store_path, int64_t run);

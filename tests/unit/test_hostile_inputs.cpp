@@ -1,0 +1,149 @@
+// Hostile inputs to the CLI, as a user (or a script) gives them (issue 45): every
+// file option handed a FIFO, a device or a folder is refused at once, naming the
+// file; option values past their documented bounds (a beam larger than the
+// vocabulary, a temperature that overflows, thousands of threads or loader
+// workers, validation sizes) are one-line errors before any work; never a hang,
+// an abort or a stack trace. Each within 5 s.
+#include <QElapsedTimer>
+#include <QJsonArray>
+#include <QJsonDocument>
+#include <QJsonObject>
+#include <QtTest>
+
+#include <sys/stat.h>
+
+#include "support/fixtures.h"
+
+using expnet_test::runProcess;
+
+namespace {
+
+const QString kImage = QStringLiteral(EXPNET_TEST_DATA_DIR "/image/cmyk_32x8.jpg");
+
+struct Refusal {
+  QStringList args;
+  QString expected;  // in stderr
+};
+
+// Runs each case; it must end within 5 s with a non-zero status, the expected
+// words and no sign of a crash.
+void expectRefused(const QVector<Refusal>& cases) {
+  for (const auto& c : cases) {
+    QElapsedTimer clock;
+    clock.start();
+    const auto r = runProcess(expnet_test::cliPath(), c.args, 20000);
+    const QString where = c.args.join(' ');
+    QVERIFY2(r.finished, qPrintable(where + ": did not end within 20 s"));
+    QVERIFY2(clock.elapsed() < 5000, qPrintable(where + QString(": took %1 ms").arg(clock.elapsed())));
+    QVERIFY2(r.exitCode != 0, qPrintable(where + ": exit status 0"));
+    const QString err = QString::fromUtf8(r.err);
+    QVERIFY2(err.contains(c.expected), qPrintable(where + ": " + err));
+    for (const char* crash : {"terminate called", "frame #", "Exception raised from", "179769"})
+      QVERIFY2(!err.contains(QLatin1String(crash)), qPrintable(where + ": " + err));
+  }
+}
+
+}  // namespace
+
+class TestHostileInputs : public QObject {
+  Q_OBJECT
+ private slots:
+  void fifosDevicesAndFoldersAreRefusedAtOnce() {
+    const QString dir = expnet_test::makeTempDir("hostile_fifo");
+    const QString fifo = dir + "/pipe";
+    QCOMPARE(::mkfifo(fifo.toLocal8Bit().constData(), 0600), 0);
+    const QString folder = dir + "/folder.json";
+    QVERIFY(QDir().mkpath(folder));
+    QVector<Refusal> cases{
+        {{"train", "--config", fifo, "--out", dir + "/run"}, "FIFO"},
+        {{"train", "--config", folder, "--out", dir + "/run"}, "folder"},
+        {{"checkpoint", "inspect", fifo}, "FIFO"},
+        {{"caption", "--checkpoint", fifo, kImage}, "FIFO"},
+        {{"caption", "--model", "demo", "--vocab", fifo, kImage}, "FIFO"},
+        {{"dataset", "stats", "--dataset", fifo, "--format", "csv"}, "FIFO"},
+        {{"dataset", "stats", "--dataset", fifo, "--format", "jsonl"}, "FIFO"},
+        {{"dataset", "stats", "--dataset", "/dev/zero", "--format", "jsonl"}, "device"},
+        {{"dataset", "index", "--dataset", fifo, "--db", dir + "/index.sqlite"}, "FIFO"},
+        {{"score", "--references", fifo, "--candidates", fifo}, "FIFO"},
+        {{"features", "info", fifo}, "FIFO"},
+    };
+    expectRefused(cases);
+    QVERIFY(!QFileInfo::exists(dir + "/run"));
+    QVERIFY(!QFileInfo::exists(dir + "/index.sqlite"));
+  }
+
+  void decodingOptionsPastTheirBoundsAreOneLineErrors() {
+    expectRefused({
+        {{"caption", "--model", "demo", "--beam", "89", kImage}, "larger than the vocabulary"},
+        {{"caption", "--model", "demo", "--beam", "0", kImage}, "--beam"},
+        {{"caption", "--model", "demo", "--beam", "1000000000", kImage}, "--beam"},
+        {{"caption", "--model", "demo", "--search", "sample", "--temperature", "1e-45", kImage},
+         "sampling temperature must be 0.001 to 1000"},
+        {{"caption", "--model", "demo", "--threads", "100000", kImage}, "--threads"},
+    });
+  }
+
+  // Damaged files that used to load, or fail with a library's raw text: a
+  // checkpoint whose weights hold a NaN (written by PyTorch itself), one whose
+  // archive version record is not a number, a vocabulary with a number among
+  // its words.
+  void damagedModelFilesAreOneLineErrors() {
+    const QString dir = expnet_test::makeTempDir("hostile_files");
+    const QString demo = QStringLiteral(EXPNET_SOURCE_DIR "/resources/demo/demo_model.pth");
+    const QString script = QStringLiteral(R"(
+import sys, zipfile, torch
+src, nan_out, version_out = sys.argv[1:4]
+d = torch.load(src, map_location="cpu")
+sd = next(v for v in d.values() if isinstance(v, dict) and v and all(torch.is_tensor(t) for t in v.values()))
+name = next(k for k, t in sd.items() if t.is_floating_point() and t.numel() > 1)
+sd[name].view(-1)[1] = float("nan")
+torch.save(d, nan_out)
+with zipfile.ZipFile(src) as zin, zipfile.ZipFile(version_out, "w", zipfile.ZIP_STORED) as zout:
+    for item in zin.infolist():
+        data = zin.read(item.filename)
+        if item.filename.endswith("/version"):
+            data = b"99999999999999999999999\n"
+        zout.writestr(item, data)
+print(name)
+)");
+    const QString nan = dir + "/nan.pth", version = dir + "/version.pth";
+    const auto made = runProcess(expnet_test::torchPython(), {"-c", script, demo, nan, version});
+    QVERIFY2(made.exitCode == 0, made.err.constData());
+    const QString tensor = QString::fromUtf8(made.out).trimmed();
+    const QString vocab = dir + "/vocab.json";
+    QFile file(vocab);
+    QVERIFY(file.open(QIODevice::WriteOnly));
+    file.write(R"({"format": "expnet-vocabulary", "version": 1, "words": ["PAD", "SOS", "EOS", "UNK", "red", 5]})");
+    file.close();
+    expectRefused({
+        {{"caption", "--checkpoint", nan, kImage}, "NaN or infinite values (" + tensor},
+        {{"checkpoint", "inspect", version}, "archive version record is not a version number"},
+        {{"caption", "--model", "demo", "--vocab", vocab, kImage}, "word 5 is number 5, not a string"},
+    });
+  }
+
+  // Every value of a training config is checked when it is read, before data,
+  // model or run folder: not after the first epoch.
+  void trainingConfigValuesAreCheckedBeforeAnyWork() {
+    const QString dir = expnet_test::makeTempDir("hostile_train");
+    const auto recipe = [&](const QString& name, const char* key, double value) {
+      QJsonObject config{{"name", name}, {"model", "tiny"}, {"dataset", "shapes"}, {key, value},
+                         {"stages", QJsonArray{QJsonObject{{"name", "xe"}, {"objective", "xe"}, {"batch", 2}}}}};
+      const QString path = dir + "/" + name + ".json";
+      QFile file(path);
+      if (file.open(QIODevice::WriteOnly)) file.write(QJsonDocument(config).toJson());
+      return path;
+    };
+    expectRefused({
+        {{"train", "--config", recipe("workers", "workers", 1000), "--out", dir + "/w"}, "workers must be 0 to 64"},
+        {{"train", "--config", recipe("beam", "validation_beam", 1000000), "--out", dir + "/b"},
+         "validation_beam must be 1 to 256"},
+        {{"train", "--config", recipe("len", "validation_max_len", 1000000), "--out", dir + "/l"},
+         "validation_max_len must be 1 to 1024"},
+    });
+    for (const char* out : {"/w", "/b", "/l"}) QVERIFY(!QFileInfo::exists(dir + out));
+  }
+};
+
+QTEST_MAIN(TestHostileInputs)
+#include "test_hostile_inputs.moc"
