@@ -27,6 +27,12 @@ struct StageShape {
   int epochs, stepsPerEpoch;
 };
 
+// The rows of a run under construction (its own, not shared: tests fill them in place).
+RunRows& rowsOf(RunSeriesInput& run) {
+  if (run.rows.use_count() != 1) run.rows = std::make_shared<RunRows>(*run.rows);
+  return const_cast<RunRows&>(*run.rows);  // made non-const above or by RunSeriesInput's default
+}
+
 // A plausible run: loss falling with noise (XE, then a lower SCST stage), lr
 // with warm-up and steps, throughput around `speed`, CIDEr-D rising per epoch.
 RunSeriesInput makeRun(const QString& key, const QString& label, unsigned seed, const QVector<StageShape>& stages,
@@ -56,7 +62,7 @@ RunSeriesInput makeRun(const QString& key, const QString& label, unsigned seed, 
         s.grad_norm = 1;
         wall += 24.0 / s.images_per_s;
         s.wall_s = wallTime ? wall : 0;
-        run.steps.push_back(s);
+        rowsOf(run).steps.push_back(s);
       }
       expnet::ValidationRecord v;
       v.stage = stage;
@@ -65,7 +71,7 @@ RunSeriesInput makeRun(const QString& key, const QString& label, unsigned seed, 
       ++epochsDone;
       v.cider_d = 0.4 + 2.2 * (1 - std::exp(-0.25 * rate * epochsDone)) + 0.05 * noise(rng);
       v.bleu4 = 0.1 + 0.25 * (1 - std::exp(-0.3 * rate * epochsDone)) + 0.01 * noise(rng);
-      run.validations.push_back(v);
+      rowsOf(run).validations.push_back(v);
     }
   }
   return run;
@@ -147,15 +153,15 @@ class TestRunCurves : public QObject {
   void pointsEqualTheRecords() {
     RunCurves curves;
     RunSeriesInput a = makeRun("s#1", "xe-small", 1, {{2, 30}});
-    a.steps[7].skipped = true;  // NaN guard: left out of the loss curve only
-    a.steps[7].loss = std::nan("");
+    rowsOf(a).steps[7].skipped = true;  // NaN guard: left out of the loss curve only
+    rowsOf(a).steps[7].loss = std::nan("");
     RunSeriesInput b = makeRun("s#2", "xe-tiny", 2, {{3, 10}});
     curves.setRuns({a, b});
     QCOMPARE(curves.runKeys(), QStringList({"s#1", "s#2"}));
     for (const RunSeriesInput* run : {&a, &b}) {
       QVector<QPointF> loss, lr, speed, cider, bleu4;
       QVector<double> lossValues;
-      for (const auto& s : run->steps) {
+      for (const auto& s : run->rows->steps) {
         if (!s.skipped) {
           loss << QPointF(double(s.step), s.loss);
           lossValues << s.loss;
@@ -163,7 +169,7 @@ class TestRunCurves : public QObject {
         lr << QPointF(double(s.step), s.lr);
         speed << QPointF(double(s.step), s.images_per_s);
       }
-      for (const auto& v : run->validations) {
+      for (const auto& v : run->rows->validations) {
         cider << QPointF(double(v.step), v.cider_d);
         bleu4 << QPointF(double(v.step), v.bleu4);
       }
@@ -194,7 +200,7 @@ class TestRunCurves : public QObject {
     QCOMPARE(first.value("smoothed").toBool(), false);
     QCOMPARE(first.value("points").toInt(), 59);
     QCOMPARE(first.value("last").toArray().at(0).toDouble(), 60.0);
-    QCOMPARE(first.value("last").toArray().at(1).toDouble(), a.steps.back().loss);
+    QCOMPARE(first.value("last").toArray().at(1).toDouble(), rowsOf(a).steps.back().loss);
     QCOMPARE(described.at(1).toObject().value("smoothed").toBool(), true);
 
     // Smoothing 0: the smoothed line is the raw one; the slider follows.
@@ -214,11 +220,11 @@ class TestRunCurves : public QObject {
     int64_t step = 0;
     // Stage 0: two epochs of 4 steps; stage 1: one epoch of 2 steps and a live second one (1 step so far).
     for (int e = 0; e < 2; ++e)
-      for (int i = 0; i < 4; ++i) run.steps.push_back(stepRow(0, e, ++step, 3.0 - 0.1 * double(step)));
-    run.validations = {validationRow(0, 0, 4, 1.0), validationRow(0, 1, 8, 1.5)};
-    for (int i = 0; i < 2; ++i) run.steps.push_back(stepRow(1, 0, ++step, 1.0));
-    run.validations.push_back(validationRow(1, 0, 10, 2.0));
-    run.steps.push_back(stepRow(1, 1, ++step, 0.9));
+      for (int i = 0; i < 4; ++i) rowsOf(run).steps.push_back(stepRow(0, e, ++step, 3.0 - 0.1 * double(step)));
+    rowsOf(run).validations = {validationRow(0, 0, 4, 1.0), validationRow(0, 1, 8, 1.5)};
+    for (int i = 0; i < 2; ++i) rowsOf(run).steps.push_back(stepRow(1, 0, ++step, 1.0));
+    rowsOf(run).validations.push_back(validationRow(1, 0, 10, 2.0));
+    rowsOf(run).steps.push_back(stepRow(1, 1, ++step, 0.9));
     RunCurves curves;
     curves.setRuns({run});
     curves.setXAxis(RunCurves::XAxis::Epoch);
@@ -240,13 +246,13 @@ class TestRunCurves : public QObject {
   }
 
   void wallTimeAxisLeavesOutOlderRuns() {
-    RunSeriesInput timed{"t", "timed", QColor(), {}, {}}, old{"o", "old", QColor(), {}, {}};
+    RunSeriesInput timed{"t", "timed", QColor()}, old{"o", "old", QColor()};
     for (int i = 1; i <= 4; ++i) {
-      timed.steps.push_back(stepRow(0, 0, i, 2.0, 1.5 * i));
-      old.steps.push_back(stepRow(0, 0, i, 2.0, 0));
+      rowsOf(timed).steps.push_back(stepRow(0, 0, i, 2.0, 1.5 * i));
+      rowsOf(old).steps.push_back(stepRow(0, 0, i, 2.0, 0));
     }
-    timed.validations = {validationRow(0, 0, 3, 1.0), validationRow(0, 0, 4, 1.2)};
-    old.validations = {validationRow(0, 0, 4, 1.1)};
+    rowsOf(timed).validations = {validationRow(0, 0, 3, 1.0), validationRow(0, 0, 4, 1.2)};
+    rowsOf(old).validations = {validationRow(0, 0, 4, 1.1)};
     RunCurves curves;
     curves.setRuns({timed, old});
     QCOMPARE(curves.note(), QString());  // the step axis needs no wall time
@@ -293,11 +299,11 @@ class TestRunCurves : public QObject {
   }
 
   void readoutListsEveryRun() {
-    RunSeriesInput a{"a", "run a", QColor(), {}, {}}, b{"b", "run b", QColor(), {}, {}}, c{"c", "run c", QColor(), {}, {}};
+    RunSeriesInput a{"a", "run a", QColor()}, b{"b", "run b", QColor()}, c{"c", "run c", QColor()};
     for (int i = 1; i <= 100; ++i) {
-      a.steps.push_back(stepRow(0, 0, i, 2.0 + i * 0.01));
-      b.steps.push_back(stepRow(0, 0, i, 3.0));
-      if (i <= 10) c.steps.push_back(stepRow(0, 0, i, 4.0));  // stopped early
+      rowsOf(a).steps.push_back(stepRow(0, 0, i, 2.0 + i * 0.01));
+      rowsOf(b).steps.push_back(stepRow(0, 0, i, 3.0));
+      if (i <= 10) rowsOf(c).steps.push_back(stepRow(0, 0, i, 4.0));  // stopped early
     }
     RunCurves curves;
     curves.resize(1400, 900);
@@ -312,8 +318,8 @@ class TestRunCurves : public QObject {
     curves.showReadout("loss", 2);
     QCOMPARE(curves.readoutText(), QString("Training loss at step 2: run a 2.017 (raw 2.02) · run b 3 (raw 3) · run c 4 (raw 4)"));
     // A live update refreshes what the read-out says.
-    b.steps.back().loss = 9;
-    b.steps[1].loss = 6;
+    rowsOf(b).steps.back().loss = 9;
+    rowsOf(b).steps[1].loss = 6;
     curves.updateRun(b);
     QVERIFY(curves.readoutText().contains("run b 5 (raw 6)"));
     curves.hideReadout();

@@ -23,6 +23,7 @@
 
 #include "expnet/train/run_store.h"
 #include "runs/runcurveaxes.h"
+#include "runs/runslisting.h"
 
 class QCheckBox;
 class QComboBox;
@@ -38,8 +39,7 @@ struct RunSeriesInput {
   QString key;    // unique run id (RunRow::key)
   QString label;  // the legend's name
   QColor colour;  // invalid: Theme::runColour(position in the runs)
-  std::vector<expnet::StepRecord> steps;              // as RunStore::steps returns them (by step)
-  std::vector<expnet::ValidationRecord> validations;  // as RunStore::validations returns them
+  SharedRunRows rows = std::make_shared<RunRows>();  // shared with the page's details, never null
 };
 
 class RunCurves : public QWidget {

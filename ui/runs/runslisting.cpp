@@ -96,8 +96,7 @@ QVector<RunDetails> loadRunDetails(const QVector<RunRef>& runs) {
         try {
           const auto info = store.find_run(std::to_string(d.id));
           d.config = QJsonDocument::fromJson(QByteArray::fromStdString(info.config_json)).object();
-          d.steps = store.steps(d.id);
-          d.validations = store.validations(d.id);
+          d.rows = std::make_shared<RunRows>(RunRows{store.steps(d.id), store.validations(d.id)});
           d.samples = store.samples(d.id);
         } catch (const std::exception& e) {
           d.error = QString::fromStdString(e.what());

@@ -282,7 +282,7 @@ void RunsPage::onDetails(QVector<RunDetails> details) {
   for (RunDetails& d : details)
     if (keys.contains(d.key)) {
       changed << d.key;
-      details_.insert(d.key, std::move(d));  // tens of MB for long runs: moved, not copied
+      details_[d.key] = std::move(d);  // QHash::insert would copy it
     }
   applyDetails(changed);
   if (detailsWanted_) {
@@ -302,10 +302,9 @@ void RunsPage::applyDetails(const QStringList& changedKeys) {
     const auto it = details_.constFind(key);
     if (row && it != details_.constEnd()) columns.append({key, QString::fromStdString(row->info.name), &it.value()});
   }
-  // The rows are copied into the curves only for the runs that need drawing: tens of MB for long runs.
+  // The curves share the rows (tens of MB for long runs), never copy them.
   const auto input = [this](const RunColumn& column) {
-    return RunSeriesInput{column.key, column.label, colours_.value(column.key), column.details->steps,
-                          column.details->validations};
+    return RunSeriesInput{column.key, column.label, colours_.value(column.key), column.details->rows};
   };
   QStringList keys;
   for (const auto& column : columns) keys << column.key;
