@@ -22,6 +22,7 @@ add_library(expnet_fuzz_text STATIC
   ${EXPNET_FUZZ_SRC}/text/caption_text.cpp
   ${EXPNET_FUZZ_SRC}/checkpoint/vocabulary_file.cpp
   ${EXPNET_FUZZ_SRC}/system/atomic_file.cpp
+  ${EXPNET_FUZZ_SRC}/system/input_file.cpp
   ${EXPNET_FUZZ_SRC}/data/dataset.cpp
   ${EXPNET_FUZZ_SRC}/data/dataset_formats.cpp
   ${EXPNET_FUZZ_SRC}/data/karpathy_stream.cpp

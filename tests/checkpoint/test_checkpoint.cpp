@@ -177,7 +177,7 @@ class TestCheckpoint : public QObject {
     const QString dir = expnet_test::makeTempDir("checkpoint-bad");
     const std::string good = read_bytes(pth);
 
-    QVERIFY(error_opening(dir + "/missing.pth").contains("cannot open"));
+    QVERIFY(error_opening(dir + "/missing.pth").contains("no such file"));
     write_bytes(dir + "/empty.pth", "");
     QVERIFY(error_opening(dir + "/empty.pth").contains("empty file"));
     write_bytes(dir + "/text.pth", "hello, this is not a checkpoint\n");

@@ -85,14 +85,15 @@ class TestHostileInputs : public QObject {
 
   // Damaged files that used to load, or fail with a library's raw text: a
   // checkpoint whose weights hold a NaN (written by PyTorch itself), one whose
-  // archive version record is not a number, a vocabulary with a number among
-  // its words.
+  // archive version record is not a number, one with a byte flipped inside a
+  // tensor record (its CRC no longer matches), a vocabulary with a number
+  // among its words.
   void damagedModelFilesAreOneLineErrors() {
     const QString dir = expnet_test::makeTempDir("hostile_files");
     const QString demo = QStringLiteral(EXPNET_SOURCE_DIR "/resources/demo/demo_model.pth");
     const QString script = QStringLiteral(R"(
 import sys, zipfile, torch
-src, nan_out, version_out = sys.argv[1:4]
+src, nan_out, version_out, crc_out = sys.argv[1:5]
 d = torch.load(src, map_location="cpu")
 sd = next(v for v in d.values() if isinstance(v, dict) and v and all(torch.is_tensor(t) for t in v.values()))
 name = next(k for k, t in sd.items() if t.is_floating_point() and t.numel() > 1)
@@ -104,10 +105,17 @@ with zipfile.ZipFile(src) as zin, zipfile.ZipFile(version_out, "w", zipfile.ZIP_
         if item.filename.endswith("/version"):
             data = b"99999999999999999999999\n"
         zout.writestr(item, data)
+with zipfile.ZipFile(src) as z:
+    record = next(i for i in z.infolist() if "/data/" in i.filename and i.file_size > 64)
+raw = bytearray(open(src, "rb").read())
+start = record.header_offset + 30 + int.from_bytes(raw[record.header_offset + 26:record.header_offset + 28], "little") \
+    + int.from_bytes(raw[record.header_offset + 28:record.header_offset + 30], "little")
+raw[start + record.file_size // 2] ^= 0x40
+open(crc_out, "wb").write(raw)
 print(name)
 )");
-    const QString nan = dir + "/nan.pth", version = dir + "/version.pth";
-    const auto made = runProcess(expnet_test::torchPython(), {"-c", script, demo, nan, version});
+    const QString nan = dir + "/nan.pth", version = dir + "/version.pth", flipped = dir + "/flipped.pth";
+    const auto made = runProcess(expnet_test::torchPython(), {"-c", script, demo, nan, version, flipped});
     QVERIFY2(made.exitCode == 0, made.err.constData());
     const QString tensor = QString::fromUtf8(made.out).trimmed();
     const QString vocab = dir + "/vocab.json";
@@ -118,6 +126,7 @@ print(name)
     expectRefused({
         {{"caption", "--checkpoint", nan, kImage}, "NaN or infinite values (" + tensor},
         {{"checkpoint", "inspect", version}, "archive version record is not a version number"},
+        {{"caption", "--checkpoint", flipped, kImage}, "is damaged (its CRC-32 is"},
         {{"caption", "--model", "demo", "--vocab", vocab, kImage}, "word 5 is number 5, not a string"},
     });
   }

@@ -5,6 +5,7 @@
 
 #include <caffe2/serialize/inline_container.h>
 #include <unistd.h>
+#include <zlib.h>
 
 #include <algorithm>
 #include <cstring>
@@ -100,16 +101,34 @@ struct PthFile::Impl {
   std::unordered_map<std::string, size_t> legacy_offsets;     // key -> data offset in legacy_bytes
   pickle::Document doc;
   std::unordered_map<std::string, at::Tensor> cache;           // key -> 1-D storage tensor
+  std::unordered_map<std::string, uint32_t> crcs;              // zip record -> the CRC-32 the archive gives
+
+  // LibTorch's zip reader does not check CRCs (PyTorch builds miniz without
+  // them): a flipped byte in a tensor record would load silently. Checked
+  // here, as zip readers do.
+  void check_crc(const std::string& record, const void* bytes, size_t size) const {
+    const auto it = crcs.find(record);
+    if (it == crcs.end()) return;  // a zip64 record past minizip's reach: LibTorch bounds it
+    const auto crc = static_cast<uint32_t>(crc32_z(0, static_cast<const Bytef*>(bytes), size));
+    if (crc != it->second)
+      throw file_error(path, "record '" + record + "' is damaged (its CRC-32 is " + std::to_string(crc) +
+                                 ", the archive says " + std::to_string(it->second) +
+                                 "): the file was corrupted; get or save it again");
+  }
 
   void open_zip() {
     // Every record's declared size and ratio, proven before LibTorch inflates
     // anything (ZipError names the file, the entry and what to do).
-    for (const ZipEntry& entry : read_zip_entries_file(path))
+    for (const ZipEntry& entry : read_zip_entries_file(path)) {
+      // LibTorch names records without the archive's folder ("data/0" for "archive/data/0").
+      const size_t slash = entry.name.find('/');
+      crcs[slash == std::string::npos ? entry.name : entry.name.substr(slash + 1)] = entry.crc;
       if ((entry.name == "data.pkl" || ends_with(entry.name, "/data.pkl")) && entry.size > kMaxDataPklBytes)
         throw file_error(path, "its " + entry.name + " holds " + std::to_string(entry.size) + " bytes (at most " +
                                    std::to_string(kMaxDataPklBytes >> 20) +
                                    " MiB: a real one has no tensor data and stays far below); the file is corrupt or "
                                    "hostile, re-save the checkpoint with torch.save");
+    }
     try {
       reader = std::make_unique<caffe2::serialize::PyTorchStreamReader>(path);
     } catch (const std::logic_error&) {
@@ -129,6 +148,7 @@ struct PthFile::Impl {
     } catch (const std::exception& e) {
       throw file_error(path, "cannot read data.pkl (" + first_line(e.what()) + ")");
     }
+    check_crc("data.pkl", data.get(), size);
     doc = pickle::parse(std::string_view(static_cast<const char*>(data.get()), size), path + ":data.pkl");
   }
 
@@ -222,6 +242,7 @@ at::Tensor PthFile::read_storage(const pickle::StorageRef& ref) {
   if (size < static_cast<uint64_t>(bytes))
     throw file_error(impl_->path, "storage record '" + record + "' holds " + std::to_string(size) + " bytes, " +
                                       std::to_string(bytes) + " expected (truncated or corrupt)");
+  impl_->check_crc(record, data.get(), size);
   // The record's buffer becomes the storage: no further copy.
   c10::Storage storage(c10::Storage::use_byte_size_t(), static_cast<size_t>(bytes), std::move(data), nullptr, false);
   return at::empty({0}, at::TensorOptions().dtype(type)).set_(storage, 0, {ref.numel}, {1});

@@ -169,6 +169,7 @@ std::vector<ZipEntry> list_entries(unzFile zip, uint64_t archive_bytes, const st
     e.size = info.uncompressed_size;
     e.compressed = info.compressed_size;
     e.deflated = info.compression_method == Z_DEFLATED;
+    e.crc = static_cast<uint32_t>(info.crc);
     const std::string where = "zip entry '" + e.name.substr(0, 200) + "'";
     if (!names.insert(e.name).second) fail(source, where + " appears twice");
     if (info.flag & 1) fail(source, where + " is encrypted");

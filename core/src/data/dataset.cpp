@@ -229,6 +229,15 @@ Dataset load_dataset(const std::string& path, const DatasetLoadOptions& options)
       }
     }
   }
+  // Every reader keys images by id (the index, the evaluation, the trainer's samples): one image per id.
+  std::unordered_map<int64_t, size_t> first;
+  for (size_t k = 0; k < dataset.images.size(); ++k) {
+    const auto [it, fresh] = first.emplace(dataset.images[k].cocoid, k);
+    if (!fresh)
+      throw std::runtime_error(file + ": image id " + std::to_string(dataset.images[k].cocoid) + " (" +
+                               dataset.images[k].filename + ") appears twice (images " + std::to_string(it->second) +
+                               " and " + std::to_string(k) + "); every image needs its own cocoid/id");
+  }
   return dataset;
 }
 

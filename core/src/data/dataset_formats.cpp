@@ -29,9 +29,15 @@ std::string trim(const std::string& text) {
   return text.substr(first, last - first + 1);
 }
 
+std::string caption_too_long(size_t bytes) {
+  return "a caption of " + std::to_string(bytes) + " bytes, more than the " + std::to_string(kMaxCaptionBytes) +
+         " a caption may have; the file is damaged or not a caption dataset";
+}
+
 namespace {
 
-Caption make_caption(std::string raw) {
+Caption make_caption(std::string raw, const std::string& where) {
+  if (raw.size() > kMaxCaptionBytes) throw std::runtime_error(where + ": " + caption_too_long(raw.size()));
   Caption caption;
   caption.tokens = clean_caption(raw);
   caption.raw = std::move(raw);
@@ -104,7 +110,7 @@ Dataset read_karpathy(const std::string& path, const json& doc) {
         if (raw.empty())
           throw std::runtime_error(where + ".sentences[" + std::to_string(s) +
                                    "] has neither \"raw\" text nor \"tokens\"; remove it or add the caption");
-        image.captions.push_back(make_caption(std::move(raw)));
+        image.captions.push_back(make_caption(std::move(raw), where + ".sentences[" + std::to_string(s) + "]"));
       }
     }
     dataset.images.push_back(std::move(image));
@@ -167,7 +173,7 @@ Dataset read_coco(const std::string& path, const json& doc) {
                                ", which is not in \"images\"");
     std::string raw = json_string(entry, "caption");
     if (raw.empty()) throw std::runtime_error(where + " has no \"caption\" text");
-    dataset.images[it->second].captions.push_back(make_caption(std::move(raw)));
+    dataset.images[it->second].captions.push_back(make_caption(std::move(raw), where));
   }
   return dataset;
 }
@@ -207,7 +213,7 @@ class RowCollector {
                                split_name(dataset_.images[it->second].split) +
                                "' on an earlier row; an image belongs to one split");
     }
-    dataset_.images[it->second].captions.push_back(make_caption(std::move(caption)));
+    dataset_.images[it->second].captions.push_back(make_caption(std::move(caption), where));
   }
 
  private:

@@ -3,12 +3,15 @@
 // file fails as it does for load_dataset (which then words the error).
 #include "data/karpathy_stream.h"
 
+#include "data/dataset_formats.h"
+
 #include <simdjson.h>
 
 #include <algorithm>
 #include <optional>
 #include <stdexcept>
 #include <string_view>
+#include <unordered_set>
 #include <utility>
 
 #include "expnet/system/input_file.h"
@@ -237,6 +240,8 @@ struct KarpathyStream::State {
       if (raw.empty() && error.empty())
         error = where(at) + " " + place + ".sentences[" + std::to_string(s) +
                 "] has neither \"raw\" text nor \"tokens\"; remove it or add the caption";
+      if (raw.size() > kMaxCaptionBytes && error.empty())
+        error = where(at) + " " + place + ".sentences[" + std::to_string(s) + "]: " + caption_too_long(raw.size());
       if (error.empty()) {
         Caption caption;
         caption.tokens = clean_caption(raw);
@@ -258,10 +263,15 @@ struct KarpathyStream::State {
         continue;  // already checked by scan_top_level
       }
       size_t i = 0;
+      std::unordered_set<int64_t> ids;  // as load_dataset, the index and the evaluation: one image per id
       for (auto element : field.value().get_array()) {
         const size_t at = offset();
         DatasetImage image;
         read_image(element.value(), i, at, image);
+        if (!ids.insert(image.cocoid).second)
+          throw std::runtime_error(where(at) + " images[" + std::to_string(i) + "]: image id " +
+                                   std::to_string(image.cocoid) + " (" + image.filename +
+                                   ") appears twice; every image needs its own cocoid/id");
         add(std::move(image), i, at);
         ++i;
       }

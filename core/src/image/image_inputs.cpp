@@ -31,9 +31,9 @@ void expand_folder(const std::string& given, std::vector<ImageInput>& out) {
     // that entry's error, not the end of the folder.
     std::error_code entry_error;
     const bool regular = it->is_regular_file(entry_error);
-    std::error_code relative_error;
-    std::string relative = fs::relative(it->path(), given, relative_error).generic_string();
-    if (relative_error || relative.empty()) relative = it->path().lexically_relative(given).generic_string();
+    // Lexically: the entry's own name, never where a link in the folder points (fs::relative resolves links).
+    std::string relative = it->path().lexically_relative(given).generic_string();
+    if (relative.empty()) relative = it->path().filename().generic_string();
     if (entry_error) {
       failed.push_back(relative);
       failures.push_back("cannot use it: " + entry_error.message());

@@ -23,6 +23,7 @@ struct ZipEntry {
   uint64_t size = 0;        // inflated bytes (checked: the data holds exactly this many)
   uint64_t compressed = 0;  // bytes in the archive
   bool deflated = false;    // false: stored, as torch.save writes every record
+  uint32_t crc = 0;         // the CRC-32 the central directory gives for the inflated data
 };
 
 struct ZipBudget {
