@@ -12,6 +12,8 @@
 
 #include <sys/stat.h>
 
+#include "expnet/train/run_registry.h"
+#include "expnet/train/run_store.h"
 #include "support/fixtures.h"
 
 using expnet_test::runProcess;
@@ -151,6 +153,95 @@ print(name)
          "validation_max_len must be 1 to 1024"},
     });
     for (const char* out : {"/w", "/b", "/l"}) QVERIFY(!QFileInfo::exists(dir + out));
+  }
+
+  // Datasets: an id twice (refused by every reader alike, as the index and the
+  // evaluation did), a caption of 20 KB in CSV and JSONL (past the 16 KiB
+  // limit); a folder's link into /proc named as itself, never as its target.
+  void datasetsAndFoldersSayWhichEntry() {
+    const QString dir = expnet_test::makeTempDir("hostile_data");
+    const auto write = [&](const QString& name, const QByteArray& text) {
+      QFile file(dir + "/" + name);
+      if (file.open(QIODevice::WriteOnly)) file.write(text);
+      return dir + "/" + name;
+    };
+    QDir().mkpath(dir + "/twice");
+    write("twice/dataset_coco.json",
+          R"({"images": [{"filename": "a.jpg", "split": "train", "cocoid": 5, "sentences": [{"raw": "a dog"}]},
+                         {"filename": "b.jpg", "split": "train", "cocoid": 5, "sentences": [{"raw": "a cat"}]}]})");
+    const QByteArray longCaption(20000, 'a');
+    const QString csv = write("long.csv", "image,caption\nx.jpg," + longCaption + "\n");
+    const QString jsonl = write("long.jsonl", "{\"image\": \"x.jpg\", \"caption\": \"" + longCaption + "\"}\n");
+    for (const char* command : {"stats", "vocab"}) {
+      QStringList args{"dataset", command, "--dataset", dir + "/twice/dataset_coco.json"};
+      if (QByteArray(command) == "vocab") args << "--out" << dir + "/vocab.json";
+      expectRefused({{args, "image id 5 (b.jpg) appears twice"}});
+    }
+    expectRefused({
+        {{"dataset", "index", "--dataset", dir + "/twice/dataset_coco.json", "--db", dir + "/i.sqlite"}, "appears twice"},
+        {{"dataset", "stats", "--dataset", csv}, "a caption of 20000 bytes, more than the 16384"},
+        {{"dataset", "stats", "--dataset", jsonl}, "a caption of 20000 bytes, more than the 16384"},
+    });
+
+    QDir().mkpath(dir + "/folder");
+    QVERIFY(QFile::link("/proc/self/mem", dir + "/folder/memory.png"));
+    const auto r = runProcess(expnet_test::cliPath(), {"caption", "--model", "demo", dir + "/folder"}, 20000);
+    QVERIFY(r.finished);
+    QVERIFY2(r.err.contains("folder/memory.png") && !r.err.contains("/proc/self"), r.err.constData());
+  }
+
+  // Names: a file name past the 255 bytes a file system allows; one just short
+  // of it (its temporary file's suffix must still fit); a store path past
+  // SQLite's 512 bytes; a run name with a newline and an escape in `runs list`,
+  // and a registered store that lost its tables, which must not hide the others.
+  void namesAndListingsStayReadable() {
+    const QString dir = expnet_test::makeTempDir("hostile_names");
+    qputenv("EXPNET_HOME", (dir + "/home").toUtf8());
+    const auto shapes = runProcess(expnet_test::cliPath(), {"dataset", "make-shapes", "--out", dir + "/shapes",
+                                                             "--images", "4"});
+    QVERIFY2(shapes.exitCode == 0, shapes.err.constData());
+    const QString longName = dir + "/" + QString(244, 'v') + ".json";
+    const auto vocab = runProcess(expnet_test::cliPath(), {"dataset", "vocab", "--dataset", dir + "/shapes",
+                                                            "--min-count", "1", "--out", longName});
+    QVERIFY2(vocab.exitCode == 0 && QFileInfo::exists(longName), vocab.err.constData());
+    const QString deep = dir + "/" + QString(200, 'd') + "/" + QString(200, 'e') + "/" + QString(200, 'f');
+    const QString recipe = dir + "/recipe.json";
+    QFile file(recipe);
+    QVERIFY(file.open(QIODevice::WriteOnly));
+    file.write(R"({"name": "r", "model": "tiny", "dataset": "shapes", "shapes_images": 8,
+                   "stages": [{"name": "xe", "objective": "xe", "batch": 2, "epochs": 1}]})");
+    file.close();
+    expectRefused({
+        {{"train", "--config", recipe, "--out", dir + "/" + QString(300, 'n')}, "more than the 255 a file system allows"},
+        {{"dataset", "vocab", "--dataset", dir + "/shapes", "--out", dir + "/" + QString(300, 'x') + ".json"},
+         "more than the 255 a file system allows"},
+        {{"train", "--config", recipe, "--out", deep}, "SQLite opens paths of fewer than 512"},
+    });
+
+    const std::string good = (dir + "/good/runs.sqlite").toStdString(), broken = (dir + "/broken/runs.sqlite").toStdString();
+    QDir().mkpath(dir + "/good");
+    QDir().mkpath(dir + "/broken");
+    {
+      expnet::RunStore store(good);
+      store.set_status(store.create_run("evil\nforged 1 finished", "{}", "/tmp/x"), "finished");
+      store.create_run("plain\x1b[2J", "{}", "/tmp/y");
+      expnet::RunStore(broken).create_run("gone", "{}", "/tmp/z");
+    }
+    const auto drop = runProcess("/usr/bin/sqlite3", {QString::fromStdString(broken), "DROP TABLE steps;"});
+    if (drop.exitCode != 0) {  // without the sqlite3 shell: the same through Python
+      const auto py = runProcess("/usr/bin/python3", {"-c", "import sqlite3,sys; c=sqlite3.connect(sys.argv[1]); "
+                                                             "c.execute('DROP TABLE steps'); c.commit()",
+                                                       QString::fromStdString(broken)});
+      QVERIFY2(py.exitCode == 0, py.err.constData());
+    }
+    expnet::register_run_store(broken);
+    expnet::register_run_store(good);
+    const auto list = runProcess(expnet_test::cliPath(), {"runs", "list"});
+    QVERIFY2(list.exitCode == 0, list.err.constData());
+    QVERIFY2(list.err.contains("tables steps are missing"), list.err.constData());
+    QVERIFY2(list.out.contains("evil\\x0aforged"), list.out.constData());  // escaped, on its own row
+    QVERIFY2(!list.out.contains("\nforged") && !list.out.contains("\x1b"), list.out.constData());
+    QVERIFY2(list.out.contains("plain\\x1b[2J"), list.out.constData());
   }
 };
 
