@@ -94,16 +94,16 @@ class TestModelUnit : public QObject {
   void wrongTypesAreNamed() {
     auto doc = official_json();
     doc["d_model"] = "512";
-    QVERIFY2(config_error(doc).contains("'d_model' must be an integer"), qPrintable(config_error(doc)));
+    QVERIFY2(config_error(doc).contains("'d_model' must be a whole number"), qPrintable(config_error(doc)));
     doc = official_json();
     doc["d_model"] = 512.5;
-    QVERIFY2(config_error(doc).contains("'d_model' must be an integer"), qPrintable(config_error(doc)));
+    QVERIFY2(config_error(doc).contains("'d_model' must be a whole number"), qPrintable(config_error(doc)));
     doc = official_json();
     doc["swin_ape"] = 0;
     QVERIFY2(config_error(doc).contains("'swin_ape' must be true or false"), qPrintable(config_error(doc)));
     doc = official_json();
     doc["swin_depths"] = {2, "x", 2, 2};
-    QVERIFY2(config_error(doc).contains("'swin_depths'[1] must be an integer"), qPrintable(config_error(doc)));
+    QVERIFY2(config_error(doc).contains("'swin_depths'[1] must be a whole number"), qPrintable(config_error(doc)));
     QVERIFY(config_error(nlohmann::json::array()).contains("expected a JSON object"));
   }
 

@@ -72,18 +72,18 @@ class TestTrainConfig : public QObject {
 
   void badValuesAreNamed() {
     QCOMPARE(config_error(with_stage_value("objective", R"("sgd")")),
-             std::string("cfg stage 0: objective must be xe, scst or pnaic, not 'sgd'"));
+             std::string("cfg stage 0: 'objective' must be xe, scst or pnaic, not \"sgd\""));
     QCOMPARE(config_error(with_stage_value("schedule", R"("cosine")")),
-             std::string("cfg stage 0: schedule must be reference, linear or fixed, not 'cosine'"));
-    QCOMPARE(config_error(with_stage_value("batch", R"("many")")), std::string("cfg stage 0: key 'batch' has the wrong type"));
+             std::string("cfg stage 0: 'schedule' must be reference, linear or fixed, not \"cosine\""));
+    QCOMPARE(config_error(with_stage_value("batch", R"("many")")), std::string("cfg stage 0: 'batch' must be a whole number, not \"many\""));
     QCOMPARE(config_error(with_stage_value("batches", "3")),
              std::string("cfg stage 0: unknown key 'batches' (see docs/training.md)"));
     QVERIFY(config_error(with_stage_value("batch", "0")).find("must be >= 1") != std::string::npos);
     QCOMPARE(config_error(R"({"stages": [{}]})"), std::string("cfg: key 'model' (a preset name or an object) is missing"));
     QCOMPARE(config_error(R"({"model": "tiny", "feature_cache": "ram", "stages": [{}]})"),
-             std::string("cfg: feature_cache must be disk or off, not 'ram'"));
+             std::string("cfg: 'feature_cache' must be disk or off, not \"ram\""));
     QCOMPARE(config_error(R"({"model": "tiny", "shapes_style": "fancy", "stages": [{}]})"),
-             std::string("cfg: shapes_style must be varied or classic, not 'fancy'"));
+             std::string("cfg: 'shapes_style' must be varied or classic, not \"fancy\""));
     QCOMPARE(config_error(with_stage_value("backbone", R"("train")")), std::string());
   }
 };

@@ -159,6 +159,41 @@ QWidget* AttentionPage::buildTopBar() {
 
 QWidget* AttentionPage::buildHeatPanel() {
   auto* box = new QGroupBox(QStringLiteral("Cross-attention of the selected word"));
+  auto* controls = buildHeatControls();
+  heatView_ = new ImageView;
+  heatView_->setObjectName(QStringLiteral("heatMap"));
+  heatView_->setFocusPolicy(Qt::ClickFocus);  // a click on the map, then Left/Right steps the words
+  heatView_->setToolTip(QStringLiteral("Cross-attention of the selected word over the image grid: each cell's "
+                                       "weight divided by the largest (red = most attended, blue = none)"));
+
+  heatLegend_ = new QLabel;
+  heatLegend_->setPixmap(jetLegend(160, 10));
+  heatLegend_->setToolTip(QStringLiteral("Heat map colours: weight / largest weight of the map"));
+  heatMaximum_ = new QLabel;
+  auto* legend = new QHBoxLayout;
+  legend->addWidget(new HintLabel(QStringLiteral("Weight:  0")));
+  legend->addWidget(heatLegend_);
+  legend->addWidget(heatMaximum_);
+  legend->addStretch(1);
+
+  buildCaptionView();
+  wordInfo_ = new QLabel;
+  wordInfo_->setObjectName(QStringLiteral("wordInfo"));
+  wordInfo_->setWordWrap(true);
+  wordInfo_->setSizePolicy(QSizePolicy::Ignored, QSizePolicy::Preferred);
+  wordInfo_->setTextInteractionFlags(Qt::TextSelectableByMouse);
+
+  auto* layout = new QVBoxLayout(box);
+  layout->addLayout(controls);
+  layout->addWidget(heatView_, 1);
+  layout->addLayout(legend);
+  layout->addWidget(caption_);
+  layout->addWidget(wordInfo_);
+  return box;
+}
+
+// Which cross-attention the map shows (a layer and head, or their means) and its opacity.
+QLayout* AttentionPage::buildHeatControls() {
   layer_ = choiceField(QStringLiteral("layer"), {QStringLiteral("Mean of layers")},
                        QStringLiteral("Decoder layer whose cross-attention is shown, or the mean over all layers"));
   head_ = choiceField(QStringLiteral("head"), {QStringLiteral("Mean of heads")},
@@ -186,23 +221,11 @@ QWidget* AttentionPage::buildHeatPanel() {
   controls->addWidget(new HintLabel(QStringLiteral("Opacity:")));
   controls->addWidget(opacity_, 1);
   controls->addWidget(opacityValue_);
+  return controls;
+}
 
-  heatView_ = new ImageView;
-  heatView_->setObjectName(QStringLiteral("heatMap"));
-  heatView_->setFocusPolicy(Qt::ClickFocus);  // a click on the map, then Left/Right steps the words
-  heatView_->setToolTip(QStringLiteral("Cross-attention of the selected word over the image grid: each cell's "
-                                       "weight divided by the largest (red = most attended, blue = none)"));
-
-  heatLegend_ = new QLabel;
-  heatLegend_->setPixmap(jetLegend(160, 10));
-  heatLegend_->setToolTip(QStringLiteral("Heat map colours: weight / largest weight of the map"));
-  heatMaximum_ = new QLabel;
-  auto* legend = new QHBoxLayout;
-  legend->addWidget(new HintLabel(QStringLiteral("Weight:  0")));
-  legend->addWidget(heatLegend_);
-  legend->addWidget(heatMaximum_);
-  legend->addStretch(1);
-
+// The caption as a row of words, one selected: a click picks the word the map shows.
+void AttentionPage::buildCaptionView() {
   caption_ = new QListView;
   caption_->setObjectName(QStringLiteral("caption"));
   caption_->setModel(words_);
@@ -223,22 +246,7 @@ QWidget* AttentionPage::buildHeatPanel() {
           .arg(Theme::css(theme.panelBackground()), Theme::css(theme.panelBorder()), Theme::css(theme.text()),
                Theme::css(theme.accent()), Theme::css(theme.accentText())));
   connect(caption_->selectionModel(), &QItemSelectionModel::currentChanged, this,
-          [this](const QModelIndex& current) {
-            if (current.isValid()) selectWord(current.row());
-          });
-  wordInfo_ = new QLabel;
-  wordInfo_->setObjectName(QStringLiteral("wordInfo"));
-  wordInfo_->setWordWrap(true);
-  wordInfo_->setSizePolicy(QSizePolicy::Ignored, QSizePolicy::Preferred);
-  wordInfo_->setTextInteractionFlags(Qt::TextSelectableByMouse);
-
-  auto* layout = new QVBoxLayout(box);
-  layout->addLayout(controls);
-  layout->addWidget(heatView_, 1);
-  layout->addLayout(legend);
-  layout->addWidget(caption_);
-  layout->addWidget(wordInfo_);
-  return box;
+          [this](const QModelIndex& current) { if (current.isValid()) selectWord(current.row()); });
 }
 
 void AttentionPage::setImageList(CaptionModel* images) {

@@ -24,6 +24,7 @@
 
 class QComboBox;
 class QLabel;
+class QLayout;
 class QListView;
 class QProgressBar;
 class QSlider;
@@ -98,6 +99,8 @@ class AttentionPage : public StudioPage {
  private:
   QWidget* buildTopBar();
   QWidget* buildHeatPanel();
+  QLayout* buildHeatControls();
+  void buildCaptionView();  // caption_
   void requestTrace();
   void onTraced(int request, std::shared_ptr<const AttentionTrace> trace);
   void onFailed(int request, const QString& error);

@@ -23,6 +23,12 @@
 
 ModelForm::ModelForm(const QString& device, int threads, QWidget* owner) : QGroupBox(QStringLiteral("Model")) {
   auto* form = new QFormLayout(this);
+  addFileRows(form);
+  form->addRow(QStringLiteral("Device:"), buildRuntimeRow(device, threads));
+  form->addRow(buildActionRow(owner));
+}
+
+void ModelForm::addFileRows(QFormLayout* form) {
   config_ = new QComboBox;
   config_->setEditable(true);
   config_->addItem(QString());
@@ -41,7 +47,10 @@ ModelForm::ModelForm(const QString& device, int threads, QWidget* owner) : QGrou
   form->addRow(QStringLiteral("Vocabulary:"), (new BrowseButton(vocab_, QStringLiteral("Choose a vocabulary"),
                                                                 QStringLiteral("Vocabulary (*.pickle *.pkl *.json)")))
                                                   ->row());
-  // Runtime: starts as the command line set it (--device, --threads); used by the next load.
+}
+
+// Runtime: starts as the command line set it (--device, --threads); used by the next load.
+QLayout* ModelForm::buildRuntimeRow(const QString& device, int threads) {
   device_ = new QComboBox;
   device_->setObjectName(QStringLiteral("device"));
   device_->setEditable(true);
@@ -70,8 +79,11 @@ ModelForm::ModelForm(const QString& device, int threads, QWidget* owner) : QGrou
           .arg(QString::fromStdString(bf16Why), bf16 ? QString() : QStringLiteral(", so bf16 runs as fp32")));
   runtimeRow->addWidget(new QLabel(QStringLiteral("Precision:")));
   runtimeRow->addWidget(precision_);
-  form->addRow(QStringLiteral("Device:"), runtimeRow);
+  return runtimeRow;
+}
 
+// `owner` takes the buttons' shortcuts (the page, so they work anywhere on it).
+QLayout* ModelForm::buildActionRow(QWidget* owner) {
   loadButton_ = new ActionButton(QStringLiteral("Load model"), QKeySequence(Qt::CTRL | Qt::Key_L),
                                  QStringLiteral("Load the checkpoint, vocabulary and config above"), owner);
   connect(loadButton_, &QPushButton::clicked, this, [this] { emit loadRequested(request()); });
@@ -110,7 +122,7 @@ ModelForm::ModelForm(const QString& device, int threads, QWidget* owner) : QGrou
   row->addWidget(recentButton);
   row->addWidget(busy_);
   row->addWidget(status_, 1);
-  form->addRow(row);
+  return row;
 }
 
 ModelRequest ModelForm::request() const {

@@ -9,7 +9,9 @@
 #include "caption/captionworker.h"
 
 class QComboBox;
+class QFormLayout;
 class QLabel;
+class QLayout;
 class QLineEdit;
 class QProgressBar;
 class QSettings;
@@ -42,6 +44,9 @@ class ModelForm : public QGroupBox {
   void loadRequested(const ModelRequest& request);
 
  private:
+  void addFileRows(QFormLayout* form);  // config, checkpoint and vocabulary
+  QLayout* buildRuntimeRow(const QString& device, int threads);
+  QLayout* buildActionRow(QWidget* owner);  // Load model, Demo model, Recent and the load's state
   void setLoading(bool loading);
 
   QComboBox* config_;

@@ -41,6 +41,9 @@
 namespace {
 const QString kMissingModels =
     QStringLiteral("load an AIC model and at least one PNAIC model first (see the Models box)");
+// In ComparePage::EvaluationState's order: describe()'s names of the states.
+const QStringList kEvaluationStates = {QStringLiteral("none"), QStringLiteral("running"), QStringLiteral("done"),
+                                       QStringLiteral("failed"), QStringLiteral("cancelled")};
 }  // namespace
 
 ComparePage::ComparePage(StudioContext* context, QWidget* parent)
@@ -63,6 +66,22 @@ ComparePage::ComparePage(StudioContext* context, QWidget* parent)
   tabs_->addTab(buildDataset(), QStringLiteral("Dataset"));
   layout->addWidget(tabs_, 1);
 
+  wireModels();
+  wireImages();
+  wireEvaluation();
+  thread_.start();
+  updateState();
+}
+
+ComparePage::~ComparePage() {
+  worker_->cancelEvaluation();
+  worker_->dropBatchesBefore(nextBatch_);
+  thread_.quit();
+  thread_.wait();
+}
+
+// A slot loads (or forgets) its model in the worker; every row is captioned again after.
+void ComparePage::wireModels() {
   connect(slots_, &ModelSlots::loadRequested, this, [this](const SlotRequest& request) {
     QMetaObject::invokeMethod(worker_, [worker = worker_, request] { worker->loadSlot(request); }, Qt::QueuedConnection);
     updateState();
@@ -79,6 +98,10 @@ ComparePage::ComparePage(StudioContext* context, QWidget* parent)
     slots_->showFailed(slot, error);
     recaptionAll();
   });
+}
+
+// The rows of a batch arrive one by one; the replay follows the selected row.
+void ComparePage::wireImages() {
   connect(worker_, &CompareWorker::thumbnailReady, table_, &CompareTable::setThumbnail);
   connect(worker_, &CompareWorker::rowReady, this, [this](int batch, const QJsonObject& entry, const QStringList& modes) {
     if (batches_.contains(batch)) table_->setEntry(entry, modes);
@@ -93,13 +116,17 @@ ComparePage::ComparePage(StudioContext* context, QWidget* parent)
     if (batches_.contains(batch)) table_->failImages(batches_.value(batch), error);
     batchEnded(batch);
   });
+  connect(table_, &CompareTable::selectionChangedTo, this,
+          [this](const QJsonObject& captions) { replay_->setCaptions(captions, table_->modes()); });
+}
+
+void ComparePage::wireEvaluation() {
   connect(worker_, &CompareWorker::evaluationProgress, this, [this](int done, int total) {
     evaluationDone_ = done;
     evaluationTotal_ = total;
     updateState();
   });
-  const auto evaluationEnd = [this](const QString& state, const QString& message) {
-    evaluating_ = false;
+  const auto evaluationEnd = [this](EvaluationState state, const QString& message) {
     evaluationState_ = state;
     evaluationMessage_ = message;
     updateState();
@@ -110,26 +137,15 @@ ComparePage::ComparePage(StudioContext* context, QWidget* parent)
     charts_->setResult(QJsonDocument::fromJson(json).object());
     datasetCentre_->setCurrentIndex(1);
     tabs_->setCurrentIndex(1);
-    evaluationEnd(QStringLiteral("done"),
+    evaluationEnd(EvaluationState::Done,
                   QStringLiteral("%1 images in %2 s").arg(evaluationTotal_).arg(evaluationClock_.elapsed() / 1000.0, 0, 'f', 1));
   });
   connect(worker_, &CompareWorker::evaluationFailed, this,
-          [evaluationEnd](const QString& error) { evaluationEnd(QStringLiteral("failed"), error); });
+          [evaluationEnd](const QString& error) { evaluationEnd(EvaluationState::Failed, error); });
   connect(worker_, &CompareWorker::evaluationCancelled, this, [this, evaluationEnd] {
-    evaluationEnd(QStringLiteral("cancelled"),
+    evaluationEnd(EvaluationState::Cancelled,
                   QStringLiteral("Cancelled after %1 of %2 images").arg(evaluationDone_).arg(evaluationTotal_));
   });
-  connect(table_, &CompareTable::selectionChangedTo, this,
-          [this](const QJsonObject& captions) { replay_->setCaptions(captions, table_->modes()); });
-  thread_.start();
-  updateState();
-}
-
-ComparePage::~ComparePage() {
-  worker_->cancelEvaluation();
-  worker_->dropBatchesBefore(nextBatch_);
-  thread_.quit();
-  thread_.wait();
 }
 
 QWidget* ComparePage::buildControls() {
@@ -144,7 +160,13 @@ QWidget* ComparePage::buildControls() {
   slots_->addPnaicSlot(QStringLiteral("pnaic-demo-k2"));
   slots_->addPnaicSlot(QStringLiteral("pnaic-demo-k5"));
   layout->addWidget(slots_);
+  layout->addWidget(buildModes());
+  layout->addWidget(buildEvaluation());
+  layout->addStretch(1);
+  return panel;
+}
 
+QWidget* ComparePage::buildModes() {
   auto* decoding = new QGroupBox(QStringLiteral("Modes"));
   auto* form = new QFormLayout(decoding);
   beam_ = integerField(QStringLiteral("compareBeam"), 1, 64, 3, QStringLiteral("no beam mode"),
@@ -156,13 +178,15 @@ QWidget* ComparePage::buildControls() {
                                           "struck through"));
   form->addRow(QStringLiteral("AIC beam:"), beam_);
   form->addRow(showDeleted_);
-  layout->addWidget(decoding);
   connect(beam_, &QSpinBox::editingFinished, this, &ComparePage::recaptionAll);
   connect(showDeleted_, &QCheckBox::toggled, this, [this](bool show) {
     table_->setShowDeleted(show);
     replay_->setShowDeleted(show);
   });
+  return decoding;
+}
 
+QLayout* ComparePage::buildDatasetField() {
   dataset_ = new QLineEdit;
   dataset_->setObjectName(QStringLiteral("compareDataset"));
   dataset_->setPlaceholderText(QStringLiteral("dataset file or folder"));
@@ -181,6 +205,11 @@ QWidget* ComparePage::buildControls() {
   row->setContentsMargins(0, 0, 0, 0);
   row->addWidget(file->row(), 1);
   row->addWidget(folder);
+  return row;
+}
+
+QWidget* ComparePage::buildEvaluation() {
+  auto* datasetField = buildDatasetField();
   split_ = splitField(QStringLiteral("compareSplit"), QStringLiteral("test"),
                       QStringLiteral("Split of the dataset to caption (all: every image)"));
   limit_ = integerField(QStringLiteral("compareLimit"), 0, 1000000, 200, QStringLiteral("all"),
@@ -209,15 +238,13 @@ QWidget* ComparePage::buildControls() {
   exports->addWidget(exportJson_);
   auto* evaluation = new QGroupBox(QStringLiteral("Evaluate on a dataset"));
   auto* eform = new QFormLayout(evaluation);
-  eform->addRow(QStringLiteral("Dataset:"), row);
+  eform->addRow(QStringLiteral("Dataset:"), datasetField);
   eform->addRow(QStringLiteral("Split:"), split_);
   eform->addRow(QStringLiteral("Limit:"), limit_);
   eform->addRow(buttons);
   eform->addRow(progress_);
   eform->addRow(evaluationLabel_);
   eform->addRow(exports);
-  layout->addWidget(evaluation);
-  layout->addStretch(1);
   connect(evaluate_, &QPushButton::clicked, this,
           [this] { evaluateDataset(dataset_->text().trimmed(), split_->currentText(), limit_->value()); });
   connect(cancel_, &QPushButton::clicked, this, &ComparePage::cancelEvaluation);
@@ -231,7 +258,7 @@ QWidget* ComparePage::buildControls() {
                                                       QStringLiteral("compare.json"), QStringLiteral("JSON (*.json)"));
     if (!file.isEmpty()) exportJson(file);
   });
-  return panel;
+  return evaluation;
 }
 
 QWidget* ComparePage::buildImages() {
@@ -351,7 +378,7 @@ void ComparePage::recaptionAll() {
     startEvaluation();
   } else if (evaluationWanted_) {  // every slot has answered and some are missing
     evaluationWanted_ = false;
-    evaluationState_ = QStringLiteral("failed");
+    evaluationState_ = EvaluationState::Failed;
     evaluationMessage_ = kMissingModels;
     emit evaluationEnded();
   }
@@ -374,12 +401,12 @@ void ComparePage::clearImages() {
 }
 
 void ComparePage::evaluateDataset(const QString& dataset, const QString& split, int limit) {
-  if (evaluating_) return;
+  if (evaluating()) return;
   dataset_->setText(dataset);
   split_->setCurrentText(split);
   limit_->setValue(limit);
   if (dataset.isEmpty()) {
-    evaluationState_ = QStringLiteral("failed");
+    evaluationState_ = EvaluationState::Failed;
     evaluationMessage_ = QStringLiteral("Choose a dataset file or folder first");
     return updateState();
   }
@@ -389,7 +416,7 @@ void ComparePage::evaluateDataset(const QString& dataset, const QString& split, 
     startEvaluation();
   } else if (!slots_->loading()) {  // every slot has answered and some are missing
     evaluationWanted_ = false;
-    evaluationState_ = QStringLiteral("failed");
+    evaluationState_ = EvaluationState::Failed;
     evaluationMessage_ = kMissingModels;
     emit evaluationEnded();
   }
@@ -398,8 +425,7 @@ void ComparePage::evaluateDataset(const QString& dataset, const QString& split, 
 
 void ComparePage::startEvaluation() {
   evaluationWanted_ = false;
-  evaluating_ = true;
-  evaluationState_ = QStringLiteral("running");
+  evaluationState_ = EvaluationState::Running;
   evaluationMessage_.clear();
   evaluationDone_ = evaluationTotal_ = 0;
   evaluationClock_.start();
@@ -415,13 +441,13 @@ void ComparePage::startEvaluation() {
 void ComparePage::cancelEvaluation() {
   if (evaluationWanted_) {  // not started yet: the models are still loading
     evaluationWanted_ = false;
-    evaluationState_ = QStringLiteral("cancelled");
+    evaluationState_ = EvaluationState::Cancelled;
     evaluationMessage_ = QStringLiteral("Cancelled before it started");
     updateState();
     emit evaluationEnded();
     return;
   }
-  if (!evaluating_) return;
+  if (!evaluating()) return;
   worker_->cancelEvaluation();
   evaluationMessage_ = QStringLiteral("Cancelling…");
   updateState();
@@ -459,31 +485,30 @@ void ComparePage::updateState() {
     status = QStringLiteral("%1 images; select one to replay its decoding").arg(table_->rows());
   imagesStatus_->setText(status);
 
-  evaluate_->setEnabled(!evaluating_ && !evaluationWanted_);
-  cancel_->setEnabled(evaluating_ || evaluationWanted_);
-  exportCsv_->setEnabled(hasResult && !evaluating_);
-  exportJson_->setEnabled(hasResult && !evaluating_);
-  progress_->setVisible(evaluating_);
+  evaluate_->setEnabled(!evaluating() && !evaluationWanted_);
+  cancel_->setEnabled(evaluating() || evaluationWanted_);
+  exportCsv_->setEnabled(hasResult && !evaluating());
+  exportJson_->setEnabled(hasResult && !evaluating());
+  progress_->setVisible(evaluating());
   progress_->setRange(0, std::max(1, evaluationTotal_));
   progress_->setValue(evaluationDone_);
   QString text;
   if (evaluationWanted_) {
     text = QStringLiteral("Waiting for the models to load…");
-  } else if (evaluating_) {
+  } else if (evaluating()) {
     text = QStringLiteral("%1 / %2 images").arg(evaluationDone_).arg(evaluationTotal_);
     if (evaluationDone_ > 0 && evaluationTotal_ > evaluationDone_) {
       const double left = evaluationClock_.elapsed() / 1000.0 / evaluationDone_ * (evaluationTotal_ - evaluationDone_);
       text += QStringLiteral(" · about %1 s left").arg(left, 0, 'f', 0);
     }
     if (!evaluationMessage_.isEmpty()) text += QStringLiteral(" · ") + evaluationMessage_;
-  } else if (evaluationState_ == QStringLiteral("failed")) {
+  } else if (evaluationState_ == EvaluationState::Failed) {
     text = QStringLiteral("Failed: ") + evaluationMessage_;
   } else {
     text = evaluationMessage_;
   }
   evaluationLabel_->setText(text);
-  evaluationLabel_->setKind(evaluationState_ == QStringLiteral("failed") && !evaluating_ ? HintLabel::Kind::Error
-                                                                                         : HintLabel::Kind::Status);
+  evaluationLabel_->setKind(evaluationState_ == EvaluationState::Failed ? HintLabel::Kind::Error : HintLabel::Kind::Status);
 }
 
 void ComparePage::restoreSettings() {
@@ -512,7 +537,7 @@ void ComparePage::saveSettings() const {
 }
 
 bool ComparePage::isBusy() const {
-  return slots_->loading() || !batches_.isEmpty() || evaluating_ ||
+  return slots_->loading() || !batches_.isEmpty() || evaluating() ||
          ((!waiting_.isEmpty() || evaluationWanted_) && modelsReady());
 }
 
@@ -523,7 +548,7 @@ QJsonObject ComparePage::describe() const {
                   {"modes", QJsonArray::fromStringList(table_->modes())},
                   {"rows", table_->describeRows()},
                   {"replay", replay_->describe()},
-                  {"evaluation", QJsonObject{{"state", evaluationState_},
+                  {"evaluation", QJsonObject{{"state", kEvaluationStates.value(static_cast<int>(evaluationState_))},
                                              {"message", evaluationMessage_},
                                              {"done", evaluationDone_},
                                              {"total", evaluationTotal_}}}};

@@ -18,6 +18,7 @@
 class QCheckBox;
 class QComboBox;
 class QLabel;
+class QLayout;
 class QLineEdit;
 class QProgressBar;
 class QPushButton;
@@ -46,7 +47,7 @@ class ComparePage : public StudioPage {
   void saveSettings() const override;
 
   ModelSlots* modelSlots() const { return slots_; }
-  bool evaluating() const { return evaluating_; }
+  bool evaluating() const { return evaluationState_ == EvaluationState::Running; }
   // The last evaluation's JSON, as `expnet compare --json` prints it (empty before one).
   QByteArray evaluationJson() const { return evaluationJson_; }
 
@@ -72,7 +73,13 @@ class ComparePage : public StudioPage {
   void showEvent(QShowEvent* event) override;  // the models load when the page is first shown
 
  private:
+  // The last evaluation: none yet, running, or how it ended (describe() names it).
+  enum class EvaluationState { None, Running, Done, Failed, Cancelled };
+
   QWidget* buildControls();
+  QWidget* buildModes();
+  QWidget* buildEvaluation();
+  QLayout* buildDatasetField();
   QWidget* buildImages();
   QWidget* buildDataset();
   bool modelsReady() const;
@@ -80,6 +87,9 @@ class ComparePage : public StudioPage {
   void recaptionAll();
   void startEvaluation();
   void updateState();
+  void wireModels();
+  void wireImages();
+  void wireEvaluation();
 
   StudioContext* context_;
   QThread thread_;
@@ -90,8 +100,7 @@ class ComparePage : public StudioPage {
   int nextBatch_ = 0;
   bool modelsRequested_ = false;
   bool evaluationWanted_ = false;     // asked for while the models load
-  bool evaluating_ = false;
-  QString evaluationState_ = QStringLiteral("none");  // none, running, done, failed, cancelled
+  EvaluationState evaluationState_ = EvaluationState::None;
   QString evaluationMessage_;
   int evaluationDone_ = 0, evaluationTotal_ = 0;
   QElapsedTimer evaluationClock_;

@@ -16,6 +16,9 @@
 namespace {
 const QString kCheckpointFilter = QStringLiteral("Checkpoints (*.pth *.pt);;All files (*)");
 const QString kVocabFilter = QStringLiteral("Vocabularies (*.json *.pickle *.pkl);;All files (*)");
+// In ModelSlots::Status's order: describe()'s names of a slot's state.
+const QStringList kStatusNames = {QStringLiteral("empty"), QStringLiteral("loading"), QStringLiteral("loaded"),
+                                  QStringLiteral("failed")};
 }  // namespace
 
 ModelSlots::ModelSlots(const QString& device, QWidget* parent)
@@ -150,7 +153,7 @@ void ModelSlots::requestLoad(int id, bool force) {
     return;
   slots_[id].loaded = request;
   if (request.spec.isEmpty()) {
-    setState(id, QStringLiteral("empty"), QStringLiteral("Choose a checkpoint or a built-in model"));
+    setState(id, Status::Empty, QStringLiteral("Choose a checkpoint or a built-in model"));
     emit slotRemoved(id);  // the worker forgets the slot's previous model
     return;
   }
@@ -166,40 +169,40 @@ void ModelSlots::setRuntime(const QString& device, const QString& precision) {
     if (it->loaded.slot == it.key() && !it->loaded.spec.isEmpty()) requestLoad(it.key(), false);
 }
 
-void ModelSlots::setState(int id, const QString& status, const QString& message) {
+void ModelSlots::setState(int id, Status status, const QString& message) {
   if (!slots_.contains(id)) return;
   Slot& slot = slots_[id];
   slot.status = status;
   slot.message = message;
-  slot.state->setKind(status == QStringLiteral("failed") ? HintLabel::Kind::Error : HintLabel::Kind::Inline);
+  slot.state->setKind(status == Status::Failed ? HintLabel::Kind::Error : HintLabel::Kind::Inline);
   slot.state->setText(message);
   slot.state->setToolTip(message);
 }
 
-void ModelSlots::showLoading(int id) { setState(id, QStringLiteral("loading"), QStringLiteral("Loading…")); }
+void ModelSlots::showLoading(int id) { setState(id, Status::Loading, QStringLiteral("Loading…")); }
 
 void ModelSlots::showLoaded(int id, const QString& file, int groups, double loadMs) {
   QString kind = groups > 0 ? QStringLiteral("PNAIC K = %1").arg(groups) : QStringLiteral("AIC");
   if (slots_[id].loaded.precision != QStringLiteral("fp32")) kind += QStringLiteral(" · ") + slots_[id].loaded.precision;
-  setState(id, QStringLiteral("loaded"),
+  setState(id, Status::Loaded,
            QStringLiteral("%1 · %2 · %3 ms").arg(kind, QFileInfo(file).fileName()).arg(loadMs, 0, 'f', 0));
   slots_[id].state->setToolTip(QStringLiteral("%1, loaded from %2 in %3 ms").arg(kind, file).arg(loadMs, 0, 'f', 0));
 }
 
-void ModelSlots::showFailed(int id, const QString& error) { setState(id, QStringLiteral("failed"), error); }
+void ModelSlots::showFailed(int id, const QString& error) { setState(id, Status::Failed, error); }
 
 bool ModelSlots::loading() const {
   for (const auto& slot : slots_)
-    if (slot.status == QStringLiteral("loading")) return true;
+    if (slot.status == Status::Loading) return true;
   return false;
 }
 
-bool ModelSlots::aicLoaded() const { return slots_.contains(0) && slots_[0].status == QStringLiteral("loaded"); }
+bool ModelSlots::aicLoaded() const { return slots_.contains(0) && slots_[0].status == Status::Loaded; }
 
 int ModelSlots::loadedPnaicSlots() const {
   int n = 0;
   for (auto it = slots_.begin(); it != slots_.end(); ++it)
-    if (it.key() != 0 && it->status == QStringLiteral("loaded")) ++n;
+    if (it.key() != 0 && it->status == Status::Loaded) ++n;
   return n;
 }
 
@@ -209,7 +212,7 @@ QJsonArray ModelSlots::describe() const {
     out.append(QJsonObject{{"slot", it.key()},
                            {"kind", it.key() == 0 ? "aic" : "pnaic"},
                            {"spec", it->spec->currentText()},
-                           {"state", it->status},
+                           {"state", kStatusNames.value(static_cast<int>(it->status))},
                            {"message", it->message}});
   return out;
 }

@@ -53,19 +53,21 @@ class ModelSlots : public QGroupBox {
   void slotRemoved(int slot);
 
  private:
+  // A slot's model: none chosen, loading, loaded or failed (describe() names them).
+  enum class Status { Empty, Loading, Loaded, Failed };
   struct Slot {
     QWidget* row = nullptr;
     QComboBox* spec = nullptr;
     QLineEdit* vocab = nullptr;
     HintLabel* state = nullptr;
-    QString status = QStringLiteral("empty");  // loading, loaded, failed, empty
+    Status status = Status::Empty;
     QString message;
     SlotRequest loaded;  // the request last sent
   };
   int addSlot(bool pnaic, const QString& spec);
   SlotRequest requestOf(int slot) const;
   void requestLoad(int slot, bool force);
-  void setState(int slot, const QString& status, const QString& message);
+  void setState(int slot, Status status, const QString& message);
 
   QMap<int, Slot> slots_;
   int nextSlot_ = 0;

@@ -13,7 +13,6 @@
 #include <QLineEdit>
 #include <QProgressBar>
 #include <QPushButton>
-#include <QScrollBar>
 #include <QSettings>
 #include <QSlider>
 #include <QSplitter>
@@ -70,27 +69,53 @@ DatasetsPage::DatasetsPage(StudioContext* context, QWidget* parent)
   tabs_->addTab(stats_, QStringLiteral("Statistics"));
   layout->addWidget(tabs_, 1);
 
+  wireIndexing();
+  wireStatistics();
+  wireEvaluation();
+  wireEvaluationPanel();
+  wireDetail();
+  searchDebounce_.setSingleShot(true);
+  searchDebounce_.setInterval(250);
+  connect(&searchDebounce_, &QTimer::timeout, this, [this] { setSearch(searchBox_->text()); });
+  indexThread_.start();
+  thumbThread_.start();
+  analysisThread_.start();
+  updateState();
+}
+
+DatasetsPage::~DatasetsPage() {
+  indexWorker_->cancelBuild();
+  analysis_->cancelEvaluation();
+  thumbnails_->setIndex(QString());  // drops the queued thumbnails: the loader's thread ends at once
+  for (QThread* thread : {&indexThread_, &thumbThread_, &analysisThread_}) {
+    thread->quit();
+    thread->wait();
+  }
+}
+
+// The index worker opens the dataset and pages the grid; the loader brings its thumbnails.
+void DatasetsPage::wireIndexing() {
   connect(indexWorker_, &IndexWorker::buildProgress, this, [this](qint64 done, qint64 total) {
-    indexDone_ = done;
-    indexTotal_ = total;
+    dataset_.indexDone = done;
+    dataset_.indexTotal = total;
     updateState();
   });
   connect(indexWorker_, &IndexWorker::opened, this, &DatasetsPage::onOpened);
   connect(indexWorker_, &IndexWorker::openFailed, this, [this](const QString&, const QString& error) {
-    opening_ = false;
-    openError_ = error;
+    dataset_.opening = false;
+    dataset_.error = error;
     updateState();
   });
   connect(indexWorker_, &IndexWorker::openCancelled, this, [this](const QString& dataset) {
-    opening_ = false;
-    openError_ = QStringLiteral("Indexing %1 was cancelled; open it again to index it").arg(dataset);
+    dataset_.opening = false;
+    dataset_.error = QStringLiteral("Indexing %1 was cancelled; open it again to index it").arg(dataset);
     updateState();
   });
   connect(indexWorker_, &IndexWorker::pageReady, this, &DatasetsPage::onPage);
   connect(indexWorker_, &IndexWorker::fetchFailed, this, [this](int generation, const QString& error) {
     if (generation != generation_) return;
-    firstPagePending_ = false;
-    openError_ = error;
+    pending_.firstPage = false;
+    dataset_.error = error;
     updateState();
   });
   connect(indexWorker_, &IndexWorker::exported, this, [this](const QString& file, qint64 rows, const QString& error) {
@@ -107,19 +132,25 @@ DatasetsPage::DatasetsPage(StudioContext* context, QWidget* parent)
   });
   connect(thumbnails_, &ThumbnailLoader::ready, model_, &ImageGridModel::setThumbnail);
   connect(thumbnails_, &ThumbnailLoader::failed, model_, &ImageGridModel::setThumbnailError);
+}
 
+void DatasetsPage::wireStatistics() {
   connect(analysis_, &AnalysisWorker::statsReady, this, [this](const QString& dataset, const QJsonObject& stats) {
-    if (dataset != dataset_) return;
-    statsPending_ = false;
+    if (dataset != dataset_.path) return;
+    pending_.stats = false;
     stats_->setStats(stats);
     updateState();
   });
   connect(analysis_, &AnalysisWorker::statsFailed, this, [this](const QString& dataset, const QString& error) {
-    if (dataset != dataset_) return;
-    statsPending_ = false;
+    if (dataset != dataset_.path) return;
+    pending_.stats = false;
     stats_->showMessage(error);
     updateState();
   });
+}
+
+// An evaluation's progress and end, and the stored evaluations the panel offers.
+void DatasetsPage::wireEvaluation() {
   connect(analysis_, &AnalysisWorker::evaluationProgress, this, [this](int done, int total) {
     evaluation_->showRunning(done, total);
   });
@@ -151,7 +182,7 @@ DatasetsPage::DatasetsPage(StudioContext* context, QWidget* parent)
     updateState();
   });
   connect(analysis_, &AnalysisWorker::evaluationsListed, this, [this](const QString& db, const QJsonArray& list) {
-    listsPending_ = std::max(0, listsPending_ - 1);
+    pending_.lists = std::max(0, pending_.lists - 1);
     if (db == evaluationDb()) evaluation_->setEvaluations(list);
     updateState();
   });
@@ -170,9 +201,10 @@ DatasetsPage::DatasetsPage(StudioContext* context, QWidget* parent)
     }
     showSelected();
   });
-  connect(analysis_, &AnalysisWorker::imageCaptioned, this, [this](const QString& file, const QString& caption, const QString& error) {
-    if (file == detail_->file()) detail_->showModelCaption(error.isEmpty() ? caption : error);
-  });
+}
+
+// What the panel asks for: an evaluation run or cancelled, one shown or compared, an export.
+void DatasetsPage::wireEvaluationPanel() {
   connect(evaluation_, &EvaluationPanel::evaluateRequested, this, &DatasetsPage::startEvaluation);
   connect(evaluation_, &EvaluationPanel::cancelRequested, this, [this] { analysis_->cancelEvaluation(); });
   connect(evaluation_, &EvaluationPanel::evaluationChosen, this, [this](qint64 id) {
@@ -191,6 +223,13 @@ DatasetsPage::DatasetsPage(StudioContext* context, QWidget* parent)
                                                       QStringLiteral("evaluation.csv"), QStringLiteral("CSV (*.csv)"));
     if (!file.isEmpty()) exportEvaluationCsv(file);
   });
+}
+
+// The image shown in detail: its attention, and its caption by the Caption page's model.
+void DatasetsPage::wireDetail() {
+  connect(analysis_, &AnalysisWorker::imageCaptioned, this, [this](const QString& file, const QString& caption, const QString& error) {
+    if (file == detail_->file()) detail_->showModelCaption(error.isEmpty() ? caption : error);
+  });
   connect(detail_, &ImageDetail::attentionRequested, this, &DatasetsPage::attentionRequested);
   connect(detail_, &ImageDetail::captionRequested, this, [this](const QString& file) {
     detail_->showModelCaption(QStringLiteral("captioning…"));
@@ -198,23 +237,6 @@ DatasetsPage::DatasetsPage(StudioContext* context, QWidget* parent)
                               Qt::QueuedConnection);
   });
   connect(context_, &StudioContext::modelChanged, this, &DatasetsPage::updateCaptionButton);
-  searchDebounce_.setSingleShot(true);
-  searchDebounce_.setInterval(250);
-  connect(&searchDebounce_, &QTimer::timeout, this, [this] { setSearch(searchBox_->text()); });
-  indexThread_.start();
-  thumbThread_.start();
-  analysisThread_.start();
-  updateState();
-}
-
-DatasetsPage::~DatasetsPage() {
-  indexWorker_->cancelBuild();
-  analysis_->cancelEvaluation();
-  thumbnails_->setIndex(QString());  // drops the queued thumbnails: the loader's thread ends at once
-  for (QThread* thread : {&indexThread_, &thumbThread_, &analysisThread_}) {
-    thread->quit();
-    thread->wait();
-  }
 }
 
 QWidget* DatasetsPage::buildTopBar() {
@@ -275,7 +297,7 @@ QWidget* DatasetsPage::buildTopBar() {
   connect(path_, &QLineEdit::returnPressed, this, [this] { openDataset(path_->text().trimmed()); });
   connect(open, &QPushButton::clicked, this, &DatasetsPage::openDatasetDialog);
   connect(folder, &QToolButton::clicked, this, [this] {
-    const QString dir = QFileDialog::getExistingDirectory(this, QStringLiteral("Open a dataset folder"), dataset_);
+    const QString dir = QFileDialog::getExistingDirectory(this, QStringLiteral("Open a dataset folder"), dataset_.path);
     if (!dir.isEmpty()) openDataset(dir);
   });
   connect(cancelIndex_, &QPushButton::clicked, this, &DatasetsPage::cancelIndexing);
@@ -340,8 +362,8 @@ void DatasetsPage::restoreSettings() {
   const int sort = s.value(QStringLiteral("sort"), 0).toInt();
   if (sort >= 0 && sort < kSorts.size()) sort_ = static_cast<expnet::IndexSort>(sort);
   sortBox_->setCurrentIndex(static_cast<int>(sort_));
-  remembered_ = dataset_.isEmpty() ? s.value(QStringLiteral("dataset")).toString() : QString();
-  path_->setText(dataset_.isEmpty() ? remembered_ : dataset_);
+  remembered_ = dataset_.path.isEmpty() ? s.value(QStringLiteral("dataset")).toString() : QString();
+  path_->setText(dataset_.path.isEmpty() ? remembered_ : dataset_.path);
   if (isVisible() && !remembered_.isEmpty() && QFileInfo::exists(remembered_))
     openDataset(std::exchange(remembered_, QString()));
 }
@@ -352,7 +374,7 @@ void DatasetsPage::saveSettings() const {
   s.setValue(QStringLiteral("zoom"), zoom_->value());
   s.setValue(QStringLiteral("split"), split_.isEmpty() ? QStringLiteral("all") : split_);
   s.setValue(QStringLiteral("sort"), static_cast<int>(sort_));
-  s.setValue(QStringLiteral("dataset"), openError_.isEmpty() ? dataset_ : QString());
+  s.setValue(QStringLiteral("dataset"), dataset_.error.isEmpty() ? dataset_.path : QString());
 }
 
 void DatasetsPage::showEvent(QShowEvent* event) {
@@ -362,20 +384,20 @@ void DatasetsPage::showEvent(QShowEvent* event) {
 }
 
 void DatasetsPage::openDatasetDialog() {
-  const QString file = QFileDialog::getOpenFileName(this, QStringLiteral("Open a dataset"), dataset_,
+  const QString file = QFileDialog::getOpenFileName(this, QStringLiteral("Open a dataset"), dataset_.path,
                                                     QStringLiteral("Datasets (*.json *.jsonl *.csv);;All files (*)"));
   if (!file.isEmpty()) openDataset(file);
 }
 
 void DatasetsPage::openDataset(const QString& path) {
-  if (path.isEmpty() || opening_) return;
+  if (path.isEmpty() || dataset_.opening) return;
   remembered_.clear();  // what the user opens now wins over the last session's
-  dataset_ = QFileInfo(path).absoluteFilePath();
-  path_->setText(dataset_);
-  opening_ = true;
-  openError_.clear();
-  indexPath_.clear();
-  indexDone_ = indexTotal_ = 0;
+  dataset_.path = QFileInfo(path).absoluteFilePath();
+  path_->setText(dataset_.path);
+  dataset_.opening = true;
+  dataset_.error.clear();
+  dataset_.indexPath.clear();
+  dataset_.indexDone = dataset_.indexTotal = 0;
   thumbnails_->setIndex(QString());
   model_->forgetThumbnails();
   model_->reset(++generation_, 0);
@@ -383,39 +405,39 @@ void DatasetsPage::openDataset(const QString& path) {
   compared_.clear();
   evaluation_->setEvaluations({});
   indexWorker_->armBuild();
-  QMetaObject::invokeMethod(indexWorker_, [w = indexWorker_, d = dataset_] { w->open(d); }, Qt::QueuedConnection);
+  QMetaObject::invokeMethod(indexWorker_, [w = indexWorker_, d = dataset_.path] { w->open(d); }, Qt::QueuedConnection);
   updateState();
 }
 
 void DatasetsPage::cancelIndexing() {
-  if (opening_) indexWorker_->cancelBuild();
+  if (dataset_.opening) indexWorker_->cancelBuild();
 }
 
 void DatasetsPage::onOpened(const QString& dataset, const QString& indexPath, bool built, double seconds,
                             const QJsonArray& splits, const QJsonObject& meta) {
-  if (dataset != dataset_) return;
-  opening_ = false;
-  indexPath_ = indexPath;
-  built_ = built;
-  openSeconds_ = seconds;
-  splitCounts_ = splits;
-  meta_ = meta;
+  if (dataset != dataset_.path) return;
+  dataset_.opening = false;
+  dataset_.indexPath = indexPath;
+  dataset_.built = built;
+  dataset_.openSeconds = seconds;
+  dataset_.splitCounts = splits;
+  dataset_.meta = meta;
   thumbnails_->setIndex(indexPath);
-  statsPending_ = true;
+  pending_.stats = true;
   stats_->showMessage(QStringLiteral("Computing the statistics…"));
-  QMetaObject::invokeMethod(analysis_, [a = analysis_, d = dataset_] { a->computeStats(d, 5); }, Qt::QueuedConnection);
+  QMetaObject::invokeMethod(analysis_, [a = analysis_, d = dataset_.path] { a->computeStats(d, 5); }, Qt::QueuedConnection);
   requestEvaluations();
   runQuery();
   emit datasetOpened();
 }
 
 void DatasetsPage::requestEvaluations() {
-  ++listsPending_;
+  ++pending_.lists;
   QMetaObject::invokeMethod(analysis_, [a = analysis_, db = evaluationDb()] { a->listEvaluations(db); }, Qt::QueuedConnection);
 }
 
 QString DatasetsPage::evaluationDb() const {
-  return dataset_.isEmpty() ? QString() : QString::fromStdString(expnet::default_evaluation_db(dataset_.toStdString()));
+  return dataset_.path.isEmpty() ? QString() : QString::fromStdString(expnet::default_evaluation_db(dataset_.path.toStdString()));
 }
 
 GridQuery DatasetsPage::query() const {
@@ -432,8 +454,8 @@ GridQuery DatasetsPage::query() const {
 
 // A new filter or order: the first page brings the count, then the grid is reset to it.
 void DatasetsPage::runQuery() {
-  if (indexPath_.isEmpty()) return updateState();
-  firstPagePending_ = true;
+  if (dataset_.indexPath.isEmpty()) return updateState();
+  pending_.firstPage = true;
   const int generation = ++generation_;
   QMetaObject::invokeMethod(indexWorker_, [w = indexWorker_, generation, q = query()] {
     w->fetch(generation, q, 0, ImageGridModel::kPageSize, true);
@@ -444,7 +466,7 @@ void DatasetsPage::runQuery() {
 void DatasetsPage::onPage(int generation, int page, const QVector<GridItem>& items, qint64 total) {
   if (generation != generation_) return;
   if (page == 0 && total >= 0) {
-    firstPagePending_ = false;
+    pending_.firstPage = false;
     const qint64 selected = detail_->cocoid();
     const bool hadItem = detail_->hasItem();
     model_->reset(generation, total);
@@ -494,18 +516,18 @@ void DatasetsPage::updateCaptionButton() {
 
 void DatasetsPage::evaluate(const QString& model, const QString& split, int limit) {
   evaluation_->setJob(model, split, limit);
-  if (indexPath_.isEmpty()) {
-    evaluationWanted_ = true;  // once the dataset is open
+  if (dataset_.indexPath.isEmpty()) {
+    pending_.evaluation = true;  // once the dataset is open
     return;
   }
   startEvaluation();
 }
 
 void DatasetsPage::startEvaluation() {
-  evaluationWanted_ = false;
-  if (dataset_.isEmpty() || evaluation_->running()) return;
+  pending_.evaluation = false;
+  if (dataset_.path.isEmpty() || evaluation_->running()) return;
   EvaluationJob job = evaluation_->job();
-  job.dataset = dataset_;
+  job.dataset = dataset_.path;
   job.db = evaluationDb();
   job.device = context_->device();
   analysis_->armEvaluation();
@@ -520,69 +542,53 @@ void DatasetsPage::exportEvaluationCsv(const QString& file) {
 }
 
 void DatasetsPage::updateState() {
-  centre_->setCurrentIndex(indexPath_.isEmpty() ? 0 : 1);
-  indexProgress_->setVisible(opening_);
-  cancelIndex_->setVisible(opening_);
-  indexProgress_->setRange(0, indexTotal_ > 0 ? 100 : 0);  // busy until the total is known
-  if (indexTotal_ > 0) indexProgress_->setValue(int(100 * indexDone_ / indexTotal_));
+  centre_->setCurrentIndex(dataset_.indexPath.isEmpty() ? 0 : 1);
+  indexProgress_->setVisible(dataset_.opening);
+  cancelIndex_->setVisible(dataset_.opening);
+  indexProgress_->setRange(0, dataset_.indexTotal > 0 ? 100 : 0);  // busy until the total is known
+  if (dataset_.indexTotal > 0) indexProgress_->setValue(int(100 * dataset_.indexDone / dataset_.indexTotal));
   QString status;
-  if (opening_)
-    status = indexTotal_ > 0 ? QStringLiteral("Indexing %1: %2 of %3 images").arg(dataset_).arg(indexDone_).arg(indexTotal_)
-                             : QStringLiteral("Opening %1…").arg(dataset_);
-  else if (!openError_.isEmpty())
-    status = openError_;
-  else if (!indexPath_.isEmpty())
-    status = QStringLiteral("%1 (%2)%3").arg(QFileInfo(dataset_).fileName(), meta_["format"].toString(),
-                                             built_ ? QStringLiteral(": indexed in %1 s").arg(openSeconds_, 0, 'f', 1)
-                                                    : QString());
+  if (dataset_.opening)
+    status = dataset_.indexTotal > 0
+                 ? QStringLiteral("Indexing %1: %2 of %3 images").arg(dataset_.path).arg(dataset_.indexDone).arg(dataset_.indexTotal)
+                 : QStringLiteral("Opening %1…").arg(dataset_.path);
+  else if (!dataset_.error.isEmpty())
+    status = dataset_.error;
+  else if (!dataset_.indexPath.isEmpty())
+    status = QStringLiteral("%1 (%2)%3").arg(
+        QFileInfo(dataset_.path).fileName(), dataset_.meta["format"].toString(),
+        dataset_.built ? QStringLiteral(": indexed in %1 s").arg(dataset_.openSeconds, 0, 'f', 1) : QString());
   status_->setText(status);
-  status_->setKind(!openError_.isEmpty() && !opening_ ? HintLabel::Kind::Error : HintLabel::Kind::Status);
-  count_->setText(indexPath_.isEmpty() ? QString()
-                  : firstPagePending_  ? QStringLiteral("searching…")
-                                       : QStringLiteral("%L1 images").arg(model_->total()));
-  if (evaluationWanted_ && !indexPath_.isEmpty()) startEvaluation();
+  status_->setKind(!dataset_.error.isEmpty() && !dataset_.opening ? HintLabel::Kind::Error : HintLabel::Kind::Status);
+  count_->setText(dataset_.indexPath.isEmpty() ? QString()
+                  : pending_.firstPage         ? QStringLiteral("searching…")
+                                               : QStringLiteral("%L1 images").arg(model_->total()));
+  if (pending_.evaluation && !dataset_.indexPath.isEmpty()) startEvaluation();
 }
 
 bool DatasetsPage::gridFilled() const {
-  if (opening_ || firstPagePending_ || indexPath_.isEmpty()) return false;
+  if (dataset_.opening || pending_.firstPage || dataset_.indexPath.isEmpty()) return false;
   for (const int position : view_->visiblePositions())
     if (!model_->item(position) || model_->thumbnailPending(position)) return false;
   return true;
 }
 
 bool DatasetsPage::isBusy() const {
-  if (opening_ || statsPending_ || evaluation_->running() || evaluationWanted_ || listsPending_ > 0) return true;
-  return !indexPath_.isEmpty() && !gridFilled();
+  if (dataset_.opening || pending_.stats || evaluation_->running() || pending_.evaluation || pending_.lists > 0) return true;
+  return !dataset_.indexPath.isEmpty() && !gridFilled();
 }
 
 QJsonObject DatasetsPage::describe() const {
-  QJsonArray items;
-  for (const int position : view_->visiblePositions()) {
-    const GridItem* item = model_->item(position);
-    if (!item) continue;
-    QJsonObject entry{{"cocoid", item->cocoid},
-                      {"file", item->file},
-                      {"split", item->split},
-                      {"reference", item->references.value(0)}};
-    if (item->evaluated) {
-      entry.insert(QStringLiteral("caption"), item->caption);
-      entry.insert(QStringLiteral("CIDEr-D"), item->ciderD);
-      entry.insert(QStringLiteral("Bleu_4"), item->bleu4);
-    }
-    const QString error = model_->thumbnailError(item->cocoid);
-    if (!error.isEmpty()) entry.insert(QStringLiteral("thumbnail_error"), error);
-    items.append(entry);
-  }
-  return {{"dataset", dataset_},
-          {"index", indexPath_},
-          {"error", openError_},
-          {"built", built_},
-          {"splits", splitCounts_},
+  return {{"dataset", dataset_.path},
+          {"index", dataset_.indexPath},
+          {"error", dataset_.error},
+          {"built", dataset_.built},
+          {"splits", dataset_.splitCounts},
           {"split", split_.isEmpty() ? QStringLiteral("all") : split_},
           {"search", search_},
           {"sort", kSorts.value(static_cast<int>(sort_))},
           {"total", model_->total()},
-          {"items", items},
+          {"items", model_->describe(view_->visiblePositions())},
           {"detail", detail_->describe()},
           {"evaluation", evaluation_->describe()},
           {"statistics", stats_->describe()},

@@ -48,7 +48,7 @@ class DatasetsPage : public StudioPage {
   ImageGridModel* grid() const { return model_; }
   // The rows on screen and their thumbnails (or their errors) have come.
   bool gridFilled() const;
-  QString indexPath() const { return indexPath_; }
+  QString indexPath() const { return dataset_.indexPath; }
   QString evaluationDb() const;
 
  public slots:
@@ -77,6 +77,11 @@ class DatasetsPage : public StudioPage {
   void runQuery();
   QWidget* buildTopBar();
   QWidget* buildBrowse();
+  void wireIndexing();
+  void wireStatistics();
+  void wireEvaluation();
+  void wireEvaluationPanel();
+  void wireDetail();
   void onOpened(const QString& dataset, const QString& indexPath, bool built, double seconds, const QJsonArray& splits,
                 const QJsonObject& meta);
   void onPage(int generation, int page, const QVector<GridItem>& items, qint64 total);
@@ -94,17 +99,27 @@ class DatasetsPage : public StudioPage {
   AnalysisWorker* analysis_;
   ImageGridModel* model_;
 
-  QString dataset_, indexPath_, openError_, statsState_;
-  QJsonObject meta_;
-  QJsonArray splitCounts_;
-  bool opening_ = false, statsPending_ = false, evaluationWanted_ = false;
-  int generation_ = 0;
-  bool firstPagePending_ = false;
-  int listsPending_ = 0;  // evaluation lists asked for and not yet come
-  QString remembered_;    // the dataset of the last session, opened at the first show
-  qint64 indexDone_ = 0, indexTotal_ = 0;
-  double openSeconds_ = 0;
-  bool built_ = false;
+  // The dataset opened, or being opened, and what its index said.
+  struct Dataset {
+    QString path;       // absolute; empty before the first open
+    QString indexPath;  // empty until the index is open
+    QString error;      // why opening it, or the last query, failed
+    bool opening = false;
+    qint64 indexDone = 0, indexTotal = 0;  // images indexed so far (total 0: not known yet)
+    bool built = false;                    // indexed now, not found in the cache
+    double openSeconds = 0;
+    QJsonObject meta;
+    QJsonArray splitCounts;
+  } dataset_;
+  // Answers asked for and not yet come: the page is busy while any is.
+  struct Pending {
+    bool stats = false;
+    bool firstPage = false;   // the current query's count
+    bool evaluation = false;  // asked for before the dataset was open: runs once it is
+    int lists = 0;            // evaluation lists
+  } pending_;
+  int generation_ = 0;  // of the grid's query: pages of an older one are dropped
+  QString remembered_;  // the dataset of the last session, opened at the first show
   QString search_, split_;
   expnet::IndexSort sort_ = expnet::IndexSort::id;
   QHash<qint64, GridItem> compared_;  // the compared evaluation's items, by cocoid

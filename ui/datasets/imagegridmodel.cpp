@@ -1,5 +1,6 @@
 #include "datasets/imagegridmodel.h"
 
+#include <QJsonObject>
 #include <QPainter>
 
 #include "common/theme.h"
@@ -141,4 +142,25 @@ QVariant ImageGridModel::data(const QModelIndex& index, int role) const {
     default:
       return {};
   }
+}
+
+QJsonArray ImageGridModel::describe(const QVector<int>& positions) const {
+  QJsonArray items;
+  for (const int position : positions) {
+    const GridItem* item = this->item(position);
+    if (!item) continue;
+    QJsonObject entry{{"cocoid", item->cocoid},
+                      {"file", item->file},
+                      {"split", item->split},
+                      {"reference", item->references.value(0)}};
+    if (item->evaluated) {
+      entry.insert(QStringLiteral("caption"), item->caption);
+      entry.insert(QStringLiteral("CIDEr-D"), item->ciderD);
+      entry.insert(QStringLiteral("Bleu_4"), item->bleu4);
+    }
+    const QString error = thumbnailError(item->cocoid);
+    if (!error.isEmpty()) entry.insert(QStringLiteral("thumbnail_error"), error);
+    items.append(entry);
+  }
+  return items;
 }

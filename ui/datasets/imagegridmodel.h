@@ -10,6 +10,7 @@
 #include <QAbstractTableModel>
 #include <QHash>
 #include <QImage>
+#include <QJsonArray>
 #include <QPixmap>
 #include <QSet>
 
@@ -44,6 +45,9 @@ class ImageGridModel : public QAbstractTableModel {
   QString thumbnailError(qint64 cocoid) const { return thumbnailErrors_.value(cocoid); }
   // The position's item has come but neither its thumbnail nor its error yet.
   bool thumbnailPending(int position) const;
+  // The items at these positions that have come: id, file, split, first reference,
+  // the evaluation's caption and scores, the thumbnail's error (the page's describe()).
+  QJsonArray describe(const QVector<int>& positions) const;
 
   int rowCount(const QModelIndex& parent = QModelIndex()) const override;
   int columnCount(const QModelIndex& parent = QModelIndex()) const override;

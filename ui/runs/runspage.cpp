@@ -55,6 +55,29 @@ RunsPage::RunsPage(QWidget* parent)
       configDiff_(new ConfigDiffView),
       samples_(new SampleCaptionsView),
       actions_(new RunActions(this)) {
+  setUpTable();
+  wireActions();
+  auto* top = buildTopBar();
+  auto* splitter = buildTableAndTabs();
+  auto* layout = new QVBoxLayout(this);
+  layout->addLayout(top);
+  layout->addWidget(problems_);
+  layout->addWidget(splitter, 1);
+  problems_->hide();
+  empty_->hide();
+
+  connect(&listingWatcher_, &QFutureWatcher<RunsListing>::finished, this,
+          [this] { onListing(listingWatcher_.result()); });
+  connect(&detailsWatcher_, &QFutureWatcher<DetailsResult>::finished, this, [this] {
+    // Shared, not copied: 50 runs of 10,000 steps are tens of MB.
+    DetailsResult details = detailsWatcher_.result();
+    if (details) onDetails(std::move(*details));
+  });
+  poll_.setSingleShot(true);
+  connect(&poll_, &QTimer::timeout, this, &RunsPage::refresh);
+}
+
+void RunsPage::setUpTable() {
   proxy_->setSourceModel(model_);
   proxy_->setSortRole(RunsTableModel::SortRole);
   proxy_->setFilterKeyColumn(-1);
@@ -74,6 +97,10 @@ RunsPage::RunsPage(QWidget* parent)
                                     "name, tags or notes to edit them"));
   connect(table_->selectionModel(), &QItemSelectionModel::selectionChanged, this, &RunsPage::onSelectionChanged);
   connect(table_->selectionModel(), &QItemSelectionModel::currentRowChanged, this, &RunsPage::updateCurrent);
+}
+
+// An edit in the table is an action; the actions' Rename opens the editor, their end refreshes.
+void RunsPage::wireActions() {
   connect(model_, &RunsTableModel::editRequested, this, [this](const QString& key, int column, const QString& value) {
     if (const RunRow* row = model_->row(model_->rowOfKey(key))) actions_->edit(*row, column, value);
   });
@@ -85,7 +112,9 @@ RunsPage::RunsPage(QWidget* parent)
     if (!select.isEmpty()) pendingSelection_ = {select};
     if (changedRuns) refresh();
   });
+}
 
+QLayout* RunsPage::buildTopBar() {
   filter_->setPlaceholderText(QStringLiteral("Filter: name, recipe, status, tag, note…"));
   filter_->setClearButtonEnabled(true);
   filter_->setObjectName(QStringLiteral("runsFilter"));
@@ -104,7 +133,12 @@ RunsPage::RunsPage(QWidget* parent)
   top->addWidget(summary_, 3);
   top->addWidget(refreshButton);
   top->addWidget(openStoreButton);
+  return top;
+}
 
+// The table (or the hint when there is no run) and the actions above; the selected runs' curves,
+// config diff and samples below.
+QWidget* RunsPage::buildTableAndTabs() {
   tabs_->addTab(curves_, QStringLiteral("Curves"));
   tabs_->addTab(configDiff_, QStringLiteral("Config diff"));
   tabs_->addTab(samples_, QStringLiteral("Sample captions"));
@@ -121,23 +155,7 @@ RunsPage::RunsPage(QWidget* parent)
   splitter->setStretchFactor(0, 2);
   splitter->setStretchFactor(1, 3);
   splitter->setChildrenCollapsible(false);
-
-  auto* layout = new QVBoxLayout(this);
-  layout->addLayout(top);
-  layout->addWidget(problems_);
-  layout->addWidget(splitter, 1);
-  problems_->hide();
-  empty_->hide();
-
-  connect(&listingWatcher_, &QFutureWatcher<RunsListing>::finished, this,
-          [this] { onListing(listingWatcher_.result()); });
-  connect(&detailsWatcher_, &QFutureWatcher<DetailsResult>::finished, this, [this] {
-    // Shared, not copied: 50 runs of 10,000 steps are tens of MB.
-    DetailsResult details = detailsWatcher_.result();
-    if (details) onDetails(std::move(*details));
-  });
-  poll_.setSingleShot(true);
-  connect(&poll_, &QTimer::timeout, this, &RunsPage::refresh);
+  return splitter;
 }
 
 RunsPage::~RunsPage() {

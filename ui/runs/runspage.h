@@ -19,6 +19,7 @@
 #include "shell/studiopage.h"
 
 class QLabel;
+class QLayout;
 class QLineEdit;
 class QSortFilterProxyModel;
 class QTableView;
@@ -72,6 +73,10 @@ class RunsPage : public StudioPage {
   void detailsUpdated();
 
  private:
+  void setUpTable();
+  void wireActions();
+  QLayout* buildTopBar();  // filter, summary, Refresh and Open store
+  QWidget* buildTableAndTabs();
   void showEvent(QShowEvent* event) override;
   void onListing(const RunsListing& listing);
   void onDetails(QVector<RunDetails> details);

@@ -24,6 +24,7 @@
 
 #include "expnet/system/atomic_file.h"
 #include "expnet/system/input_file.h"
+#include "system/json_fields.h"
 #include "expnet/image/image_decode.h"
 #include "expnet/image/preprocess.h"
 
@@ -238,8 +239,10 @@ FeatureCacheHeader FeatureCacheHeader::from_json(const std::string& text, const 
     if (j.at("format") != "expnet-feature-cache" || j.at("dtype") != "float16")
       throw std::runtime_error("not an expnet float16 feature cache header");
     FeatureCacheHeader h;
-    visit_fields(h, [&j](const char* key, auto& value) { j.at(key).get_to(value); });
-    if (j.at("rows").get<int64_t>() != h.rows() || h.tokens < 1 || h.dim < 1 || h.chunk_rows < 1 || h.ids.empty())
+    visit_fields(h, [&j](const char* key, auto& value) {
+      value = json_fields::member<std::decay_t<decltype(value)>>(j, key, "");
+    });
+    if (json_fields::member<int64_t>(j, "rows", "") != h.rows() || h.tokens < 1 || h.dim < 1 || h.chunk_rows < 1 || h.ids.empty())
       throw std::runtime_error("inconsistent sizes");
     return h;
   } catch (const std::exception& e) {

@@ -9,6 +9,8 @@
 #include <stdexcept>
 #include <type_traits>
 
+#include "system/json_fields.h"
+
 namespace expnet {
 namespace {
 
@@ -17,38 +19,23 @@ using nlohmann::json;
 struct Key {
   std::string name;
   std::function<json(const DecodingOptions&)> get;
-  // Sets the member from `value`, or returns why the value is refused ("" when accepted).
-  std::function<std::string(const json& value, DecodingOptions&)> set;
+  // Sets the member from `value`; std::invalid_argument (json_fields' wording, naming `where`) when refused.
+  std::function<void(const json& value, DecodingOptions&, const std::string& where)> set;
 };
 
 template <typename T>
 Key member(const char* name, T DecodingOptions::*field) {
   return {name, [field](const DecodingOptions& o) { return json(o.*field); },
-          [field](const json& value, DecodingOptions& o) -> std::string {
-            if constexpr (std::is_same_v<T, bool>) {
-              if (!value.is_boolean()) return "must be true or false";
-            } else if constexpr (std::is_unsigned_v<T>) {
-              if (!value.is_number_unsigned()) return "must be a whole number >= 0";
-            } else if constexpr (std::is_integral_v<T>) {
-              if (!value.is_number_integer()) return "must be a whole number";
-            } else {
-              if (!value.is_number()) return "must be a number";
-            }
-            o.*field = value.get<T>();
-            return "";
+          [field](const json& value, DecodingOptions& o, const std::string& where) {
+            o.*field = json_fields::value<T>(value, where);
           }};
 }
 
 Key search_key() {
   return {"search", [](const DecodingOptions& o) { return json(search_kind_name(o.search)); },
-          [](const json& value, DecodingOptions& o) -> std::string {
-            try {
-              if (!value.is_string()) throw std::invalid_argument("not text");
-              o.search = parse_search_kind(value.get<std::string>());
-              return "";
-            } catch (const std::invalid_argument&) {
-              return "must be \"beam\", \"greedy\" or \"sample\"";
-            }
+          [](const json& value, DecodingOptions& o, const std::string& where) {
+            static const std::vector<std::string> kinds = {"beam", "greedy", "sample"};
+            o.search = parse_search_kind(kinds[json_fields::choice(value, kinds, where)]);
           }};
 }
 
@@ -126,7 +113,7 @@ DecodingOptions CarriedDecoding::apply_to(DecodingOptions base, const std::vecto
   for (const auto& name : keys)
     if (!listed(keep, name)) {
       const Key& key = key_named(name);
-      key.set(key.get(options), base);
+      key.set(key.get(options), base, "decoding option '" + name + "'");
     }
   return base;
 }
@@ -164,8 +151,11 @@ CarriedDecoding CarriedDecoding::from_json(const std::string& text, const std::s
   for (const auto& key : table()) {
     const auto it = j.find(key.name);
     if (it == j.end()) continue;
-    const std::string why = key.set(*it, out.options);
-    if (!why.empty()) fail("decoding option '" + key.name + "' " + why + ", not " + it->dump());
+    try {
+      key.set(*it, out.options, "decoding option '" + key.name + "'");
+    } catch (const std::invalid_argument& e) {
+      fail(e.what());
+    }
     out.keys.push_back(key.name);
   }
   // The engine's own checks; max_length 0 (the model's) is completed when a model decodes.

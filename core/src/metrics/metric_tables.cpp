@@ -124,25 +124,14 @@ void CiderDModel::finish() {
 CiderVector make_cider_vector(std::vector<uint64_t>& packed, const std::vector<double>& idf, double log_images,
                               std::vector<CiderEntry>& arena, size_t sentence_length) {
   std::sort(packed.begin(), packed.end());
-  CiderVector vector;
-  vector.begin = arena.size();
-  for (size_t i = 0; i < packed.size();) {
-    size_t j = i + 1;
-    while (j < packed.size() && packed[j] == packed[i]) ++j;
-    const auto id = static_cast<uint32_t>(packed[i] >> 2);
-    const auto order = static_cast<uint32_t>(packed[i] & 3);
-    // Unseen n-grams have df 0, which pycocoevalcap clamps to 1: idf = log N.
-    const double weight = static_cast<double>(j - i) * (id < idf.size() ? idf[id] : log_images);
-    arena.push_back({id, order, weight});
-    vector.norm[order] += weight * weight;
-    i = j;
-  }
-  vector.end = arena.size();
-  for (double& norm : vector.norm) norm = std::sqrt(norm);
-  // pycocoevalcap's "length" counts the bigrams (its `if n == 1` tests the
-  // 0-based order): it differs from the word count only for empty sentences.
-  vector.length = sentence_length >= 2 ? static_cast<double>(sentence_length - 1) : 0.0;
-  return vector;
+  return cider_vector_of_sorted(
+      packed.size(), [&](size_t i) { return packed[i]; },
+      [&](size_t i) {
+        // Unseen n-grams have df 0, which pycocoevalcap clamps to 1: idf = log N.
+        const auto id = static_cast<size_t>(packed[i] >> 2);
+        return id < idf.size() ? idf[id] : log_images;
+      },
+      arena, sentence_length);
 }
 
 double cider_d_score(const CiderVector& candidate, const std::vector<CiderEntry>& candidate_arena,

@@ -193,6 +193,31 @@ struct CiderVector {
   double length = 0;  // pycocoevalcap's "length": the number of bigrams
 };
 
+// The one tf-idf builder: `count` packed n-grams (id << 2 | n - 1, one per
+// occurrence) sorted by packed value, read through packed_at(i); idf_at(i) is
+// the idf of the n-gram at i. Equal neighbours add up to its term frequency.
+template <typename PackedAt, typename IdfAt>
+CiderVector cider_vector_of_sorted(size_t count, PackedAt packed_at, IdfAt idf_at, std::vector<CiderEntry>& arena,
+                                   size_t sentence_length) {
+  CiderVector vector;
+  vector.begin = arena.size();
+  for (size_t i = 0; i < count;) {
+    size_t j = i + 1;
+    while (j < count && packed_at(j) == packed_at(i)) ++j;
+    const auto order = static_cast<uint32_t>(packed_at(i) & 3);
+    const double weight = static_cast<double>(j - i) * idf_at(i);
+    arena.push_back({static_cast<uint32_t>(packed_at(i) >> 2), order, weight});
+    vector.norm[order] += weight * weight;
+    i = j;
+  }
+  vector.end = arena.size();
+  for (double& norm : vector.norm) norm = std::sqrt(norm);
+  // pycocoevalcap's "length" counts the bigrams (its `if n == 1` tests the
+  // 0-based order): it differs from the word count only for empty sentences.
+  vector.length = sentence_length >= 2 ? static_cast<double>(sentence_length - 1) : 0.0;
+  return vector;
+}
+
 // Sorts packed n-grams (id << 2 | n - 1, one per occurrence) and turns them
 // into a tf-idf vector appended to arena. idf[id] = log N - log max(1, df);
 // ids at or beyond idf.size() (unseen, local) have df 0: idf = log N.

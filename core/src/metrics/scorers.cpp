@@ -326,21 +326,8 @@ struct WeightedNgram {
 // The tf-idf vector of a sentence whose n-grams carry their idf already and
 // are sorted by id.
 CiderVector weighted_vector(const std::vector<WeightedNgram>& ngrams, std::vector<CiderEntry>& arena, size_t length) {
-  CiderVector vector;
-  vector.begin = arena.size();
-  for (size_t i = 0; i < ngrams.size();) {
-    size_t j = i + 1;
-    while (j < ngrams.size() && ngrams[j].packed == ngrams[i].packed) ++j;
-    const auto order = static_cast<uint32_t>(ngrams[i].packed & 3);
-    const double weight = static_cast<double>(j - i) * ngrams[i].idf;
-    arena.push_back({static_cast<uint32_t>(ngrams[i].packed >> 2), order, weight});
-    vector.norm[order] += weight * weight;
-    i = j;
-  }
-  vector.end = arena.size();
-  for (double& norm : vector.norm) norm = std::sqrt(norm);
-  vector.length = length >= 2 ? static_cast<double>(length - 1) : 0.0;  // see make_cider_vector
-  return vector;
+  return cider_vector_of_sorted(
+      ngrams.size(), [&](size_t i) { return ngrams[i].packed; }, [&](size_t i) { return ngrams[i].idf; }, arena, length);
 }
 
 }  // namespace

@@ -11,6 +11,7 @@
 #include <stdexcept>
 
 #include "expnet/system/input_file.h"
+#include "system/json_fields.h"
 
 namespace expnet {
 namespace {
@@ -32,38 +33,12 @@ struct Field {
   bool optional = false;  // our extensions: absent means the reference's behaviour
 };
 
-[[noreturn]] void wrong_type(const std::string& where, const char* expected, const json& value) {
-  throw std::invalid_argument(where + " must be " + expected + ", got " + value.dump());
-}
-
-int64_t read_int(const json& value, const std::string& where) {
-  if (!value.is_number_integer()) wrong_type(where, "an integer", value);
-  if (value.is_number_unsigned() && value.get<uint64_t>() > uint64_t(INT64_MAX))
-    throw std::invalid_argument(where + " is " + value.dump() + ", far outside its allowed range");
-  return value.get<int64_t>();
-}
-
-Field int_field(const char* name, int64_t ModelConfig::*member) {
-  return {name, [member](const json& v, ModelConfig& c, const std::string& where) { c.*member = read_int(v, where); },
-          [member, name](const ModelConfig& c, json& out) { out[name] = c.*member; }};
-}
-
-Field list_field(const char* name, std::vector<int64_t> ModelConfig::*member) {
+// A member of any type json_fields reads (whole numbers, lists of them, flags, numbers).
+template <typename T>
+Field plain_field(const char* name, T ModelConfig::*member) {
   return {name,
           [member](const json& v, ModelConfig& c, const std::string& where) {
-            if (!v.is_array()) wrong_type(where, "a list of integers", v);
-            std::vector<int64_t> values;
-            for (size_t i = 0; i < v.size(); ++i) values.push_back(read_int(v[i], where + "[" + std::to_string(i) + "]"));
-            c.*member = std::move(values);
-          },
-          [member, name](const ModelConfig& c, json& out) { out[name] = c.*member; }};
-}
-
-Field bool_field(const char* name, bool ModelConfig::*member) {
-  return {name,
-          [member](const json& v, ModelConfig& c, const std::string& where) {
-            if (!v.is_boolean()) wrong_type(where, "true or false", v);
-            c.*member = v.get<bool>();
+            c.*member = json_fields::value<T>(v, where);
           },
           [member, name](const ModelConfig& c, json& out) { out[name] = c.*member; }};
 }
@@ -71,7 +46,7 @@ Field bool_field(const char* name, bool ModelConfig::*member) {
 // A flag of ours that the reference lacks: optional (absent = false) and written
 // only when true, so the reference's configurations read and write unchanged.
 Field extension_flag(const char* name, bool ModelConfig::*member) {
-  Field field = bool_field(name, member);
+  Field field = plain_field(name, member);
   field.write = [member, name](const ModelConfig& c, json& out) {
     if (c.*member) out[name] = true;
   };
@@ -84,7 +59,7 @@ Field extension_flag(const char* name, bool ModelConfig::*member) {
 Field pnaic_groups_field() {
   return {"pnaic_groups",
           [](const json& v, ModelConfig& c, const std::string& where) {
-            c.pnaic_groups = read_int(v, where);
+            c.pnaic_groups = json_fields::whole_number(v, where);
             if (c.pnaic_groups < 1)
               throw std::invalid_argument(where + " must be at least 1 (the number of word groups decoded in "
                                           "parallel), got " + v.dump() + "; remove the key for an AIC model");
@@ -100,16 +75,8 @@ Field pnaic_groups_field() {
 template <typename Kind>
 Field layer_kind_field(const char* name, Kind ModelConfig::*member, const std::vector<std::string>& (*names)()) {
   return {name,
-          [member, names, name](const json& v, ModelConfig& c, const std::string& where) {
-            const auto& allowed = names();
-            const auto it = v.is_string() ? std::find(allowed.begin(), allowed.end(), v.get<std::string>()) : allowed.end();
-            if (it == allowed.end()) {
-              std::string quoted;
-              for (const auto& n : allowed) quoted += (quoted.empty() ? "\"" : ", \"") + n + "\"";
-              throw std::invalid_argument(where + " must be one of " + quoted + " (the " + name +
-                                          " kinds), got " + v.dump());
-            }
-            c.*member = static_cast<Kind>(it - allowed.begin());
+          [member, names](const json& v, ModelConfig& c, const std::string& where) {
+            c.*member = static_cast<Kind>(json_fields::choice(v, names(), where));
           },
           [member, names, name](const ModelConfig& c, json& out) {
             if (c.*member != Kind{}) out[name] = names()[static_cast<size_t>(c.*member)];
@@ -119,32 +86,27 @@ Field layer_kind_field(const char* name, Kind ModelConfig::*member, const std::v
 
 const std::vector<Field>& fields() {
   static const std::vector<Field> table = {
-      int_field("swin_img_size", &ModelConfig::swin_img_size),
-      int_field("swin_patch_size", &ModelConfig::swin_patch_size),
-      int_field("swin_in_chans", &ModelConfig::swin_in_chans),
-      int_field("swin_embed_dim", &ModelConfig::swin_embed_dim),
-      list_field("swin_depths", &ModelConfig::swin_depths),
-      list_field("swin_num_heads", &ModelConfig::swin_num_heads),
-      int_field("swin_window_size", &ModelConfig::swin_window_size),
-      {"swin_mlp_ratio",
-       [](const json& v, ModelConfig& c, const std::string& where) {
-         if (!v.is_number()) wrong_type(where, "a number", v);
-         c.swin_mlp_ratio = v.get<double>();
-       },
-       [](const ModelConfig& c, json& out) { out["swin_mlp_ratio"] = c.swin_mlp_ratio; }},
-      bool_field("swin_qkv_bias", &ModelConfig::swin_qkv_bias),
-      bool_field("swin_ape", &ModelConfig::swin_ape),
-      bool_field("swin_patch_norm", &ModelConfig::swin_patch_norm),
+      plain_field("swin_img_size", &ModelConfig::swin_img_size),
+      plain_field("swin_patch_size", &ModelConfig::swin_patch_size),
+      plain_field("swin_in_chans", &ModelConfig::swin_in_chans),
+      plain_field("swin_embed_dim", &ModelConfig::swin_embed_dim),
+      plain_field("swin_depths", &ModelConfig::swin_depths),
+      plain_field("swin_num_heads", &ModelConfig::swin_num_heads),
+      plain_field("swin_window_size", &ModelConfig::swin_window_size),
+      plain_field("swin_mlp_ratio", &ModelConfig::swin_mlp_ratio),
+      plain_field("swin_qkv_bias", &ModelConfig::swin_qkv_bias),
+      plain_field("swin_ape", &ModelConfig::swin_ape),
+      plain_field("swin_patch_norm", &ModelConfig::swin_patch_norm),
       extension_flag("swin_conv_merging", &ModelConfig::swin_conv_merging),
-      int_field("final_swin_dim", &ModelConfig::final_swin_dim),
-      int_field("d_model", &ModelConfig::d_model),
-      int_field("N_enc", &ModelConfig::N_enc),
-      int_field("N_dec", &ModelConfig::N_dec),
-      int_field("ff", &ModelConfig::ff),
-      int_field("num_heads", &ModelConfig::num_heads),
-      list_field("num_exp_enc_list", &ModelConfig::num_exp_enc_list),
-      int_field("num_exp_dec", &ModelConfig::num_exp_dec),
-      int_field("max_seq_len", &ModelConfig::max_seq_len),
+      plain_field("final_swin_dim", &ModelConfig::final_swin_dim),
+      plain_field("d_model", &ModelConfig::d_model),
+      plain_field("N_enc", &ModelConfig::N_enc),
+      plain_field("N_dec", &ModelConfig::N_dec),
+      plain_field("ff", &ModelConfig::ff),
+      plain_field("num_heads", &ModelConfig::num_heads),
+      plain_field("num_exp_enc_list", &ModelConfig::num_exp_enc_list),
+      plain_field("num_exp_dec", &ModelConfig::num_exp_dec),
+      plain_field("max_seq_len", &ModelConfig::max_seq_len),
       pnaic_groups_field(),
       layer_kind_field("encoder_layer", &ModelConfig::encoder_layer, encoder_layer_names),
       layer_kind_field("decoder_layer", &ModelConfig::decoder_layer, decoder_layer_names),

@@ -11,6 +11,7 @@
 
 #include "expnet/decode/carried_decoding.h"
 #include "expnet/model/model_config.h"
+#include "system/json_fields.h"
 
 namespace expnet {
 namespace {
@@ -63,15 +64,6 @@ const std::string& name_of(const Names<V>& names, V value) {
   throw std::logic_error("training config: a value without a name");
 }
 
-// "a or b", "a, b or c": the accepted values as an error message lists them.
-template <typename V>
-std::string alternatives(const Names<V>& names) {
-  std::string out;
-  for (size_t i = 0; i < names.size(); ++i)
-    out += (i == 0 ? "" : i + 1 == names.size() ? " or " : ", ") + names[i].second;
-  return out;
-}
-
 // One row of a schema: what a form shows (info) and how the key moves between
 // the struct and JSON. `read` gets nullptr for an absent key (the default stays,
 // unless the key is required).
@@ -82,12 +74,13 @@ struct Field {
   std::function<json(const Owner& owner)> write;
 };
 
+// The key's value as T, in the one wording of every config (system/json_fields.h).
 template <typename T>
 T value_as(const json& value, const std::string& key, const std::string& source) {
   try {
-    return value.get<T>();
-  } catch (const std::exception&) {
-    throw std::runtime_error(source + ": key '" + key + "' has the wrong type");
+    return json_fields::value<T>(value, source + ": '" + key + "'");
+  } catch (const std::invalid_argument& e) {
+    throw std::runtime_error(e.what());
   }
 }
 
@@ -120,13 +113,16 @@ Field<Owner> choice(const char* key, V Owner::*member, const Names<V>& names, co
   return {{key, ConfigFieldType::choice, "", help, accepted},
           [member, key, &names](const json* value, Owner& owner, const std::string& source) {
             if (!value) return;
-            auto text = value_as<std::string>(*value, key, source);
+            json text = value_as<std::string>(*value, key, source);
             for (const auto& alias : kChoiceAliases)
               if (std::string(alias.key) == key && text == alias.old_text) text = alias.name;
-            const auto it = std::find_if(names.begin(), names.end(), [&](const auto& e) { return e.second == text; });
-            if (it == names.end())
-              throw std::runtime_error(source + ": " + key + " must be " + alternatives(names) + ", not '" + text + "'");
-            owner.*member = it->first;
+            std::vector<std::string> accepted;
+            for (const auto& entry : names) accepted.push_back(entry.second);
+            try {
+              owner.*member = names[json_fields::choice(text, accepted, source + ": '" + key + "'")].first;
+            } catch (const std::invalid_argument& e) {
+              throw std::runtime_error(e.what());
+            }
           },
           [member, &names](const Owner& owner) { return json(name_of(names, owner.*member)); }};
 }
