@@ -134,7 +134,7 @@ class TestTrainingPage : public QObject {
     button(page, "start")->click();
     QVERIFY(!page.process()->isRunning());
     const QString message = page.findChild<QLabel*>(QStringLiteral("message"))->text();
-    QVERIFY2(message.contains("objective must be xe, scst or pnaic"), qPrintable(message));
+    QVERIFY2(message.contains("'objective' must be xe, scst or pnaic"), qPrintable(message));
     stages->item(1, 0)->setText(QStringLiteral("xe"));
     stages->item(4, 0)->setText(QStringLiteral("eight"));  // batch
     button(page, "start")->click();
