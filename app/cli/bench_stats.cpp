@@ -22,6 +22,12 @@ double thread_cpu_ms() {
   return static_cast<double>(now.tv_sec) * 1e3 + static_cast<double>(now.tv_nsec) * 1e-6;
 }
 
+double process_cpu_seconds() {
+  timespec now{};
+  clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &now);
+  return static_cast<double>(now.tv_sec) + static_cast<double>(now.tv_nsec) * 1e-9;
+}
+
 Timing time_once(const std::function<void()>& work) {
   const auto start = BenchClock::now();
   const double cpu_start = thread_cpu_ms();

@@ -16,6 +16,9 @@ using BenchClock = std::chrono::steady_clock;
 double ms_since(BenchClock::time_point start);
 double seconds_since(BenchClock::time_point start);
 double thread_cpu_ms();  // CPU time of the calling thread so far
+// CPU seconds of the whole process (all threads: loader workers included).
+// On a shared, loaded machine this is the steadier cost figure.
+double process_cpu_seconds();
 
 // Wall time and this thread's CPU time. On a busy machine the wall time
 // includes waiting for a core; the CPU time does not.
