@@ -96,7 +96,9 @@ bool probe_tiff(const uint8_t* d, size_t n, int64_t& w, int64_t& h) {
     const uint16_t tag = u16(at), type = u16(at + 2);
     if (tag != 256 && tag != 257) continue;
     const int64_t value = type == 3 ? u16(at + 8) : (type == 4 ? u32(at + 8) : -1);
-    (tag == 256 ? w : h) = value;
+    // A tag given twice: libtiff takes the first (TIFFReadDirectoryFindEntry), so does the probe.
+    int64_t& side = tag == 256 ? w : h;
+    if (side < 0) side = value;
   }
   return w >= 0 && h >= 0;
 }
