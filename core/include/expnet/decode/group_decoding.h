@@ -1,4 +1,4 @@
-// PNAIC decoding (../shared/docs/pnaic.md, docs/pnaic.md): the K word groups of
+// PNAIC decoding (docs/pnaic-method.md, docs/pnaic.md): the K word groups of
 // a caption advance together, one word per unfinished group per step, greedy
 // per group, with incremental caches (a step feeds K positions per image). A
 // group ends at EOS or DEL; decoding stops when every group has ended or the

@@ -1,7 +1,7 @@
 // ExpansionNet v2 (End_ExpansionNet_v2 of the authors' code) as LibTorch modules.
 // Every parameter and buffer carries the reference state_dict name and shape, so
 // reference checkpoints load by name (see docs/model.md and
-// ../shared/docs/expansionnet-v2.md for the math). The forward pass is split so
+// docs/expansionnet-v2.md for the math). The forward pass is split so
 // decoding can reuse the pieces:
 //   backbone(images)                 B x 3 x S x S   -> B x N x final_swin_dim
 //   encode(features)                 B x N x final   -> B x N x d_model

@@ -1,4 +1,4 @@
-// Partially non-autoregressive captioning (PNAIC, ../shared/docs/pnaic.md) on
+// Partially non-autoregressive captioning (PNAIC, docs/pnaic-method.md) on
 // ExpansionNet v2: a caption is K word groups decoded in parallel. The decoder
 // input is K groups of Lg steps, flattened group-major (column g * Lg + t holds
 // step t of group g); step 0 of every group is SOS. The embedding adds, to the

@@ -1,5 +1,5 @@
 // The Swin Transformer backbone as LibTorch modules, under the reference
-// state_dict's names (swin_transf.*). Math: ../shared/docs/expansionnet-v2.md.
+// state_dict's names (swin_transf.*). Math: docs/expansionnet-v2.md.
 #pragma once
 
 #include <torch/nn/module.h>

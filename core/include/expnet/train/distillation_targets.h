@@ -1,4 +1,4 @@
-// Sequence-level distillation targets of a PNAIC run (../shared/docs/pnaic.md,
+// Sequence-level distillation targets of a PNAIC run (docs/pnaic-method.md,
 // "Training"; docs/training.md, "PNAIC"): the teacher's caption of every
 // training image, computed once and kept in the run folder as
 // <dir>/targets-<first 16 hex digits of the teacher's SHA-1>.jsonl:

@@ -1,4 +1,4 @@
-// The training losses of ../shared/docs/expansionnet-v2.md ("Training") on
+// The training losses of docs/expansionnet-v2.md ("Training") on
 // tensors: cross-entropy with label smoothing (XE) and the self-critical policy
 // loss with its leave-one-out baseline (SCST). The objectives that run the
 // model around them: expnet/train/train_steps.h. See docs/training.md.

@@ -1,4 +1,4 @@
-// The learning-rate schedules of ../shared/docs/expansionnet-v2.md ("Training"):
+// The learning-rate schedules of docs/expansionnet-v2.md ("Training"):
 // the reference's warm-up and annealing, a linear warm-up, and a fixed rate.
 // See docs/training.md.
 #pragma once

@@ -1,4 +1,4 @@
-// PNAIC training targets (../shared/docs/pnaic.md, "Training"; docs/training.md,
+// PNAIC training targets (docs/pnaic-method.md, "Training"; docs/training.md,
 // "PNAIC"): how a caption is cut into K word groups at training step m of M
 // (the curriculum f(m), equal or random cuts, invalid-group deletion with DEL),
 // and how a batch of cut captions becomes the decoder's group-major input and

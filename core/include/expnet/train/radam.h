@@ -1,4 +1,4 @@
-// RAdam in Liu et al.'s original form, as ../shared/docs/expansionnet-v2.md
+// RAdam in Liu et al.'s original form, as docs/expansionnet-v2.md
 // ("Training") states it: the reference's optimiser. See docs/training.md.
 #pragma once
 

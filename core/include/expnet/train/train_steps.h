@@ -49,7 +49,7 @@ XeStepResult xe_step(ExpansionNetImpl& model, const at::Tensor& features, const 
 
 // ---------------------------------------------------------------- PNAIC XE
 
-// PNAIC's cross-entropy (../shared/docs/pnaic.md, "Training"; docs/training.md,
+// PNAIC's cross-entropy (docs/pnaic-method.md, "Training"; docs/training.md,
 // "PNAIC"): each caption of the batch (the teacher's, by distillation) is cut
 // into K groups (draw_group_division at curriculum_rate(step, total_steps, c0)),
 // the model decodes the group-major layout on the step-causal mask, and
