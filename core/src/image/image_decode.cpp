@@ -165,7 +165,8 @@ cv::Mat imread_bytes(const std::vector<uint8_t>& bytes, int flags) {
   size_t done = 0;
   while (done < bytes.size()) {
     const ssize_t n = ::write(fd, bytes.data() + done, bytes.size() - done);
-    if (n <= 0 && errno != EINTR) {
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) {  // 0 for a non-empty write would otherwise loop for ever
       const int error = errno;
       ::close(fd);
       throw std::runtime_error(std::string("cannot write a temporary file to decode it (") + std::strerror(error) + ")");
