@@ -231,6 +231,34 @@ class TestModelUnit : public QObject {
     QCOMPARE(expnet::count_parameters(*small), int64_t{6570318 + 513 * 1000});
   }
 
+  // A checkpoint is compared with these estimates before a model is built
+  // (expnet caption): they must never exceed what the model really holds, for
+  // every preset and layer kind, or a good checkpoint would be refused.
+  void sizeEstimatesStayBelowTheModel() {
+    std::vector<std::pair<std::string, ModelConfig>> configs{{"calibration", expnet::calibration_model_config()}};
+    for (const auto& preset : expnet::model_preset_names())
+      configs.emplace_back(preset, expnet::resolve_model_config(preset));
+    ModelConfig kinds = expnet::tiny_model_config();
+    for (const auto& encoder : expnet::encoder_layer_names())
+      for (const auto& decoder : expnet::decoder_layer_names()) {
+        auto json = nlohmann::json::parse(kinds.to_json());
+        json["encoder_layer"] = encoder;
+        json["decoder_layer"] = decoder;
+        if (encoder == "dynamic_expansion") json["num_exp_enc_list"] = {16};
+        configs.emplace_back(encoder + "/" + decoder, ModelConfig::from_json(json.dump()));
+      }
+    for (const auto& [name, config] : configs) {
+      expnet::ExpansionNet model(config, 10, /*reference_init=*/false);
+      int64_t parameters = 0, buffers = 0;
+      for (const auto& entry : expnet::state_entries(*model))
+        (entry.is_buffer ? buffers : parameters) += entry.tensor.numel();
+      QVERIFY2(config.estimated_parameters() <= static_cast<double>(parameters),
+               qPrintable(QString::fromStdString(name) + QString(": %1 > %2").arg(config.estimated_parameters()).arg(parameters)));
+      QVERIFY2(config.estimated_parameters() >= 0.5 * static_cast<double>(parameters), name.c_str());  // not vacuous
+      QVERIFY2(config.estimated_buffer_elements() <= static_cast<double>(buffers), name.c_str());
+    }
+  }
+
   void modelInfoRejectsBadModels() {
     const auto r = expnet_test::runProcess(expnet_test::cliPath(), {"model-info", "--model", "nonsense"});
     QVERIFY(r.exitCode != 0);

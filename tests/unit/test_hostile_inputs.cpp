@@ -89,14 +89,19 @@ class TestHostileInputs : public QObject {
   // checkpoint whose weights hold a NaN (written by PyTorch itself), one whose
   // archive version record is not a number, one with a byte flipped inside a
   // tensor record (its CRC no longer matches), a vocabulary with a number
-  // among its words.
+  // among its words, configurations edited to ask for a model far larger than
+  // the weights (refused before the model is built).
   void damagedModelFilesAreOneLineErrors() {
     const QString dir = expnet_test::makeTempDir("hostile_files");
     const QString demo = QStringLiteral(EXPNET_SOURCE_DIR "/resources/demo/demo_model.pth");
     const QString script = QStringLiteral(R"(
-import sys, zipfile, torch
-src, nan_out, version_out, crc_out = sys.argv[1:5]
+import sys, json, zipfile, torch
+src, nan_out, version_out, crc_out, wide_out, image_out = sys.argv[1:7]
 d = torch.load(src, map_location="cpu")
+for out, edit in ((wide_out, dict(d_model=2048, ff=8192)), (image_out, dict(swin_img_size=3072, swin_window_size=6))):
+    config = json.loads(d["expnet_config"])
+    config.update(edit)
+    torch.save(dict(d, expnet_config=json.dumps(config)), out)
 sd = next(v for v in d.values() if isinstance(v, dict) and v and all(torch.is_tensor(t) for t in v.values()))
 name = next(k for k, t in sd.items() if t.is_floating_point() and t.numel() > 1)
 sd[name].view(-1)[1] = float("nan")
@@ -117,7 +122,8 @@ open(crc_out, "wb").write(raw)
 print(name)
 )");
     const QString nan = dir + "/nan.pth", version = dir + "/version.pth", flipped = dir + "/flipped.pth";
-    const auto made = runProcess(expnet_test::torchPython(), {"-c", script, demo, nan, version, flipped});
+    const QString wide = dir + "/wide.pth", image = dir + "/image.pth";  // configs edited to ask for far more
+    const auto made = runProcess(expnet_test::torchPython(), {"-c", script, demo, nan, version, flipped, wide, image});
     QVERIFY2(made.exitCode == 0, made.err.constData());
     const QString tensor = QString::fromUtf8(made.out).trimmed();
     const QString vocab = dir + "/vocab.json";
@@ -130,6 +136,8 @@ print(name)
         {{"checkpoint", "inspect", version}, "archive version record is not a version number"},
         {{"caption", "--checkpoint", flipped, kImage}, "is damaged (its CRC-32 is"},
         {{"caption", "--model", "demo", "--vocab", vocab, kImage}, "word 5 is number 5, not a string"},
+        {{"caption", "--checkpoint", wide, kImage}, "describes a model of at least"},
+        {{"caption", "--checkpoint", image, kImage}, "describes a model of at least"},
     });
   }
 

@@ -78,6 +78,26 @@ CarriedDecoding choose_decoding(const ModelSource& source, const std::optional<S
   return carried;
 }
 
+// Checked before the model is built: a configuration edited to ask for a far
+// larger model than the file's weights would otherwise allocate it first (issue 45).
+void check_config_fits_weights(const ModelSource& source, const ModelConfig& config, const PthFile& file) {
+  double held = 0;
+  for (const auto& storage : file.storages()) held += static_cast<double>(storage->numel);
+  const double asked = config.estimated_parameters() + config.estimated_buffer_elements();
+  if (asked <= 2 * held + 1e6) return;
+  const auto millions = [](double n) {
+    return n < 1e6 ? std::to_string(static_cast<int64_t>(n)) : std::to_string(static_cast<int64_t>(n / 1e6 + 0.5)) + " million";
+  };
+  throw std::runtime_error("'" + source.checkpoint + "' holds " + millions(held) + " values but " +
+                           (source.model.empty() ? std::string("the configuration it carries")
+                                                 : "--model " + source.model) +
+                           " describes a model of at least " + millions(asked) +
+                           " values: they do not belong together; " +
+                           (source.model.empty() ? "the checkpoint's 'expnet_config' was edited or damaged: "
+                                                   "pass --model with the configuration it was trained with"
+                                                 : "pass the --model its weights were trained with"));
+}
+
 }  // namespace
 
 struct Captioner::State {
@@ -126,12 +146,15 @@ std::unique_ptr<Captioner> Captioner::load(const ModelSource& requested) {
     source.checkpoint = builtin_model_path(source.model);
     if (source.model != "demo") source.model.clear();  // a PNAIC model's configuration is in its file
   }
+  std::optional<PthFile> file;
   std::optional<StoredMetadata> stored;
   if (!source.checkpoint.empty()) {
-    PthFile file(source.checkpoint);
-    stored = read_metadata(file);
+    file.emplace(source.checkpoint);
+    stored = read_metadata(*file);
   }
   ModelConfig config = choose_config(source, stored);
+  if (file) check_config_fits_weights(source, config, *file);
+  file.reset();
   CarriedDecoding carried = choose_decoding(source, stored, config);
   if (config.is_pnaic() && !carried.carries("search")) {  // greedy per group is its only search
     carried.options.search = SearchKind::Greedy;

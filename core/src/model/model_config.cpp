@@ -252,24 +252,41 @@ void ModelConfig::check_ranges(const std::string& source) const {
   }
 }
 
+// The dominant weight matrices only: below the exact count for every layer kind
+// (biases, norms and embeddings are left out), so a checkpoint is never held to more.
+double ModelConfig::estimated_parameters() const {
+  double swin = 0;
+  for (int64_t s = 0; s < num_stages(); ++s) {
+    const double dim = static_cast<double>(stage_dim(s));
+    swin += static_cast<double>(swin_depths[s]) * (4 + 2 * swin_mlp_ratio) * dim * dim;
+    if (s + 1 < num_stages()) swin += 8 * dim * dim;  // patch merging into the next stage
+  }
+  const double d = static_cast<double>(d_model);
+  const double layer = 4 * d * d + 2 * d * static_cast<double>(ff);
+  return swin + static_cast<double>(N_enc + N_dec) * layer + static_cast<double>(final_swin_dim) * d;
+}
+
+// Every shifted Swin block keeps a mask of (resolution / window)^2 windows of
+// window^4 entries: a large image size makes these the bulk of the model.
+double ModelConfig::estimated_buffer_elements() const {
+  double total = 0;
+  for (int64_t s = 0; s < num_stages(); ++s) {
+    if (!stage_shifts(s)) continue;
+    const double resolution = static_cast<double>(stage_resolution(s));
+    const double window = static_cast<double>(stage_window(s));
+    total += static_cast<double>(swin_depths[s] / 2) * resolution * resolution * window * window;
+  }
+  return total;
+}
+
 // Keys in range can still multiply into a model no machine holds: the
 // dominant weight matrices, estimated, must stay under a ceiling.
 void ModelConfig::check_size(const std::string& source) const {
   constexpr double kMaxParameters = 2e9;  // 8 GB of float32; the released model has 0.23e9
-  double swin = 0;
-  for (int64_t s = 0; s < num_stages(); ++s) {
-    const double dim = static_cast<double>(stage_dim(s));
-    swin += static_cast<double>(swin_depths[s]) * (4 + 2 * swin_mlp_ratio) * dim * dim + 8 * dim * dim;
-  }
-  const double d = static_cast<double>(d_model);
-  const double layer = 8 * d * d + 2 * d * static_cast<double>(ff);
-  const double captioner = static_cast<double>(N_enc + N_dec) * layer + static_cast<double>(final_swin_dim) * d;
-  const double total = swin + captioner;
+  const double total = estimated_parameters();
   if (total > kMaxParameters)
     throw std::invalid_argument(source + ": the configuration would build about " +
-                                std::to_string(static_cast<int64_t>(total / 1e6)) + " million parameters (Swin " +
-                                std::to_string(static_cast<int64_t>(swin / 1e6)) + "M, captioner " +
-                                std::to_string(static_cast<int64_t>(captioner / 1e6)) + "M), more than the " +
+                                std::to_string(static_cast<int64_t>(total / 1e6)) + " million parameters, more than the " +
                                 std::to_string(static_cast<int64_t>(kMaxParameters / 1e6)) +
                                 "M allowed; lower swin_embed_dim, swin_depths, d_model, ff, N_enc or N_dec");
 }

@@ -84,6 +84,10 @@ struct ModelConfig {
   bool stage_shifts(int64_t stage) const { return stage_resolution(stage) > swin_window_size; }
   int64_t feature_tokens() const;  // backbone output length (144 for official)
   int64_t total_enc_expansions() const;
+  // Lower estimates of what the model holds (weights; Swin's attention-mask
+  // buffers): compared with a checkpoint's tensors before anything is built.
+  double estimated_parameters() const;
+  double estimated_buffer_elements() const;
 
   // Throws std::invalid_argument describing the first inconsistency
   // (e.g. d_model not divisible by num_heads), prefixed with `source`.
