@@ -198,6 +198,41 @@ print(name)
     QVERIFY2(r.err.contains("folder/memory.png") && !r.err.contains("/proc/self"), r.err.constData());
   }
 
+  // Row files (CSV, JSONL) of 20 MB of COCO-like captions: read row by row into
+  // the dataset (never all rows at once) within 500 MB, the process's peak
+  // (wait4's rusage of the child, libraries included) measured by a Python parent.
+  void rowDatasetsStayWithinMemory() {
+    const QString dir = expnet_test::makeTempDir("hostile_rows");
+    const QString script = QStringLiteral(
+        "import os, random, subprocess, sys\n"
+        "cli, folder = sys.argv[1:3]\n"
+        "random.seed(1)\n"
+        "words = 'a red blue green circle square triangle is to the left of right above below'.split()\n"
+        "for ext in ('csv', 'jsonl'):\n"
+        "    with open(folder + '/rows.' + ext, 'w') as f:\n"
+        "        if ext == 'csv': f.write('image,caption\\n')\n"
+        "        i = 0\n"
+        "        while f.tell() < 20000000:\n"
+        "            caption = ' '.join(random.choice(words) for _ in range(random.randint(3, 12)))\n"
+        "            image = 'img%d.jpg' % (i // 5)\n"
+        "            f.write('%s,%s\\n' % (image, caption) if ext == 'csv' else '{\"image\": \"%s\", \"caption\": \"%s\"}\\n' % (image, caption))\n"
+        "            i += 1\n"
+        "    child = subprocess.Popen([cli, 'dataset', 'stats', '--dataset', folder + '/rows.' + ext],\n"
+        "                             stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)\n"
+        "    error = child.stderr.read()\n"
+        "    _, status, usage = os.wait4(child.pid, 0)\n"
+        "    if os.waitstatus_to_exitcode(status) != 0: sys.exit(error.decode())\n"
+        "    print(ext, usage.ru_maxrss // 1024)\n");
+    const auto r = runProcess("/usr/bin/python3", {"-c", script, expnet_test::cliPath(), dir}, 120000);
+    QVERIFY2(r.finished && r.exitCode == 0, r.err.constData());
+    for (const QString& line : QString::fromUtf8(r.out).split('\n', Qt::SkipEmptyParts)) {
+      const QStringList parts = line.split(' ');
+      QVERIFY2(parts.size() == 2 && parts[1].toInt() > 0 && parts[1].toInt() < 500, qPrintable(line + " MB"));
+      qInfo("%s", qPrintable(parts[0] + ": " + parts[1] + " MB at the peak for 20 MB of rows"));
+    }
+    QCOMPARE(QString::fromUtf8(r.out).count('\n'), 2);
+  }
+
   // Names: a file name past the 255 bytes a file system allows; one just short
   // of it (its temporary file's suffix must still fit); a store path past
   // SQLite's 512 bytes; a run name with a newline and an escape in `runs list`,

@@ -257,6 +257,11 @@ std::string karpathy_json(const Dataset& dataset) {
 
 std::vector<CsvRow> parse_csv(const std::string& text, const std::string& source) {
   std::vector<CsvRow> rows;
+  for_each_csv_row(text, source, [&](CsvRow& row) { rows.push_back(std::move(row)); });
+  return rows;
+}
+
+void for_each_csv_row(const std::string& text, const std::string& source, const std::function<void(CsvRow&)>& take) {
   size_t i = 0;
   if (text.compare(0, 3, "\xEF\xBB\xBF") == 0) i = 3;
   size_t line = 1;
@@ -303,7 +308,7 @@ std::vector<CsvRow> parse_csv(const std::string& text, const std::string& source
       ++i;
       row.fields.push_back(std::move(field));
       field.clear();
-      rows.push_back(std::move(row));
+      take(row);
       ++line;
       row = CsvRow{line, {}};
       field_started = false;
@@ -315,9 +320,8 @@ std::vector<CsvRow> parse_csv(const std::string& text, const std::string& source
   }
   if (field_started || !field.empty()) {
     row.fields.push_back(std::move(field));
-    rows.push_back(std::move(row));
+    take(row);
   }
-  return rows;
 }
 
 VocabularyBuild build_vocabulary(const Dataset& dataset, int min_count) {

@@ -88,6 +88,9 @@ struct CsvRow {
   std::vector<std::string> fields;
 };
 std::vector<CsvRow> parse_csv(const std::string& text, const std::string& source = "CSV");
+// The same rows one at a time, never all at once: a file of millions of short
+// rows would otherwise hold each row twice (docs/reliability.md, "Limits").
+void for_each_csv_row(const std::string& text, const std::string& source, const std::function<void(CsvRow&)>& take);
 
 // Vocabulary ---------------------------------------------------------------
 
