@@ -48,13 +48,13 @@ struct LocatedRun {
 LocatedRun locate(const Options& o) {
   const auto paths = store_paths(o);
   if (!o.store.empty()) {
-    auto store = std::make_unique<RunStore>(paths.front(), RunStore::Open::existing);
+    auto store = std::make_unique<RunStore>(paths.front(), RunStore::Open::read_only);
     auto info = store->find_run(o.run);
     return {std::move(store), std::move(info)};
   }
   std::vector<LocatedRun> found;
   for (const auto& path : paths) {
-    auto store = std::make_unique<RunStore>(path, RunStore::Open::existing);
+    auto store = std::make_unique<RunStore>(path, RunStore::Open::read_only);
     if (auto info = store->find_run_by_name(o.run)) found.push_back({std::move(store), std::move(*info)});
   }
   if (found.empty()) throw std::runtime_error("no run named '" + o.run + "' in the known run stores (see `expnet runs list`)");
@@ -84,7 +84,7 @@ void list(const Options& o) {
   for (const auto& path : store_paths(o)) {
     std::vector<RunInfo> runs;
     try {
-      runs = RunStore(path, RunStore::Open::existing).list_runs();
+      runs = RunStore(path, RunStore::Open::read_only).list_runs();
     } catch (const std::exception& e) {
       if (!o.store.empty()) throw;
       std::cerr << "warning: " << e.what() << "\n";  // one unreadable store does not hide the others
@@ -172,7 +172,7 @@ void table(const Options& o) {
     const std::string prefix = name.substr(0, name.size() - 1);
     size_t matched = 0;
     for (const auto& path : store_paths(o)) {
-      const RunStore store(path, RunStore::Open::existing);
+      const RunStore store(path, RunStore::Open::read_only);
       for (const auto& r : store.list_runs())
         if (r.name.rfind(prefix, 0) == 0) {
           rows.push_back(runs_table_row(store, r));

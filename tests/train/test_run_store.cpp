@@ -2,6 +2,7 @@
 // names, a reader connection reading while a writer thread logs (WAL); opening
 // old, newer and damaged files (migration with its .bak, refusals that leave the
 // file byte for byte as it was); list_runs' speed on 50 runs x 10,000 steps.
+#include <QDir>
 #include <QElapsedTimer>
 #include <QFileInfo>
 #include <QTemporaryDir>
@@ -283,6 +284,40 @@ class TestRunStore : public QObject {
   // (never opened: SQLite would wait on it), a store whose tables are gone, a
   // page that fails to read (its reason, not "not an error"), and a version 2
   // store labelled version 1 (migrated, not failed on "duplicate column name").
+  // `expnet runs list|show` on a full disk: a finished run's store (no -wal or
+  // -shm beside it) is read without creating anything. Needs root to mount a
+  // small tmpfs; elsewhere skipped, saying so.
+  void listingOnAFullDiskWritesNothing() {
+    if (::geteuid() != 0) QSKIP("needs root to mount a full tmpfs (CI runs it)");
+    QTemporaryDir dir;
+    const QString root = dir.path() + "/full";
+    QVERIFY(QDir().mkpath(root));
+    const auto mounted = expnet_test::runProcess("mount", {"-t", "tmpfs", "-o", "size=512k", "tmpfs", root});
+    if (mounted.exitCode != 0) QSKIP(qPrintable("cannot mount a tmpfs here: " + QString::fromUtf8(mounted.err)));
+    struct Unmount {
+      QString path;
+      ~Unmount() { expnet_test::runProcess("umount", {"-l", path}); }
+    } unmount{root};
+    const std::string path = (root + "/runs.sqlite").toStdString();
+    {
+      RunStore store(path);
+      store.set_status(store.create_run("ended-run", "{}", root.toStdString()), "finished");
+    }
+    QVERIFY(!QFileInfo::exists(root + "/runs.sqlite-wal") && !QFileInfo::exists(root + "/runs.sqlite-shm"));
+    {
+      std::ofstream filler((root + "/filler").toStdString(), std::ios::binary);
+      const std::string block(4096, 'x');
+      while (filler.write(block.data(), static_cast<std::streamsize>(block.size())) && filler.flush()) {
+      }
+    }
+    for (const QStringList& args : {QStringList{"runs", "list", "--store", root + "/runs.sqlite"},
+                                    QStringList{"runs", "show", "ended-run", "--store", root + "/runs.sqlite"}}) {
+      const auto r = expnet_test::runProcess(expnet_test::cliPath(), args, 20000);
+      QVERIFY2(r.exitCode == 0 && r.out.contains("finished"), qPrintable(args.join(' ') + ": " + r.err));
+    }
+    QVERIFY(!QFileInfo::exists(root + "/runs.sqlite-wal") && !QFileInfo::exists(root + "/runs.sqlite-shm"));
+  }
+
   void oddStoresSayWhatTheyAre() {
     const std::string dir = expnet_test::makeTempDir("run_store_odd").toStdString();
     fs::create_directories(dir + "/folder.sqlite");

@@ -31,7 +31,7 @@ struct RunStore::Impl {
 RunStore::RunStore(const std::string& path, Open mode) : impl_(std::make_unique<Impl>()) {
   impl_->path = path;
   impl_->label = run_store_label(path);
-  if (mode == Open::existing) {
+  if (mode != Open::create) {
     std::error_code error;
     const auto kind = std::filesystem::status(path, error).type();
     if (kind == std::filesystem::file_type::not_found)
@@ -46,7 +46,9 @@ RunStore::RunStore(const std::string& path, Open mode) : impl_(std::make_unique<
       throw std::runtime_error(impl_->label + " is empty (0 bytes): it holds no runs; a trainer (`expnet train "
                                "--store FILE`) makes it a run store");
   }
-  impl_->db = open_run_store(path);
+  impl_->db = mode == Open::read_only && run_store_file_version(path) == kRunStoreVersion
+                  ? open_run_store_read_only(path)
+                  : open_run_store(path);
 }
 
 RunStore::~RunStore() = default;

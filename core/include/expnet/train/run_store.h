@@ -57,7 +57,10 @@ class RunStore {
  public:
   // create: the trainer's, an absent file becomes a new store. existing: a
   // reader's, an absent or empty (0-byte) file is refused, never made a store.
-  enum class Open { create, existing };
+  // read_only: a lister's (`expnet runs ...`): as existing, and a store of the
+  // current schema is read without writing anything, so a full disk or a
+  // read-only mount still lists it (an older one is migrated as by existing).
+  enum class Open { create, existing, read_only };
   // Opens the database at `path`; throws std::runtime_error naming the file
   // when it cannot be opened or is not a run store.
   explicit RunStore(const std::string& path, Open mode = Open::create);
