@@ -5,12 +5,14 @@
 #include <QDir>
 #include <QJsonDocument>
 #include <QJsonObject>
+#include <QProcess>
 #include <QtTest>
 
 #include <sqlite3.h>
 #include <sys/stat.h>
 
 #include <algorithm>
+#include <csignal>
 #include <chrono>
 #include <filesystem>
 #include <fstream>
@@ -420,6 +422,43 @@ class TestDatasetIndex : public QObject {
     QCOMPARE(DatasetIndex(empty).query({}).total, int64_t(7));
     QVERIFY(!fs::exists(stale));
     QVERIFY(fs::exists(fresh));
+  }
+
+  // A build SIGKILLed at a random moment, 10 times over: the index in place
+  // stays the previous one, whole; the leftovers go with the next build once no
+  // build holds them (they are at least 10 s old: aged here instead of waited for).
+  void killedBuildsNeverHarmTheIndex() {
+    const QString dir = expnet_test::makeTempDir("index_killed");
+    const std::string small = write(dir, "small/dataset_coco.json", synthetic_karpathy(5));
+    const std::string large = write(dir, "large/dataset_coco.json", synthetic_karpathy(40000));
+    const std::string db = dir.toStdString() + "/index.sqlite";
+    build_dataset_index_from_file(small, db);
+    std::mt19937 random(45);
+    int killedMidway = 0;
+    for (int round = 0; round < 10; ++round) {
+      QProcess build;
+      build.start(expnet_test::cliPath(), {"dataset", "index", "--dataset", QString::fromStdString(large), "--db",
+                                           QString::fromStdString(db)});
+      QVERIFY(build.waitForStarted());
+      std::this_thread::sleep_for(std::chrono::milliseconds(100 + random() % 900));
+      killedMidway += build.state() == QProcess::Running;
+      ::kill(static_cast<pid_t>(build.processId()), SIGKILL);
+      build.waitForFinished();
+      const int64_t total = DatasetIndex(db).query({}).total;  // whole: the old one, or the new one complete
+      QVERIFY2(total == 5 || total == 40000, qPrintable(QString("round %1: %2 images").arg(round).arg(total)));
+    }
+    qInfo("%d of 10 builds killed while running", killedMidway);
+    QVERIFY2(killedMidway >= 5, qPrintable(QString("only %1 of 10 builds were killed while running").arg(killedMidway)));
+    const auto aged = fs::file_time_type::clock::now() - std::chrono::minutes(1);
+    for (const auto& entry : fs::directory_iterator(dir.toStdString()))
+      if (entry.path().filename().string().rfind("index.sqlite.tmp-", 0) == 0) fs::last_write_time(entry.path(), aged);
+    build_dataset_index_from_file(small, db);
+    QCOMPARE(DatasetIndex(db).query({}).total, int64_t(5));
+    QStringList left;
+    for (const auto& entry : fs::directory_iterator(dir.toStdString()))
+      if (entry.is_regular_file()) left << QString::fromStdString(entry.path().filename().string());
+    left.sort();
+    QCOMPARE(left, QStringList{"index.sqlite"});
   }
 
   void sortByCaptionLength() {
