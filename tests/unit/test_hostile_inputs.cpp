@@ -3,7 +3,7 @@
 // file; option values past their documented bounds (a beam larger than the
 // vocabulary, a temperature that overflows, thousands of threads or loader
 // workers, validation sizes) are one-line errors before any work; never a hang,
-// an abort or a stack trace. Each within 5 s.
+// an abort or a stack trace. Each within 5 s and 500 MB.
 #include <QElapsedTimer>
 #include <QJsonArray>
 #include <QJsonDocument>
@@ -27,18 +27,31 @@ struct Refusal {
   QString expected;  // in stderr
 };
 
-// Runs each case; it must end within 5 s with a non-zero status, the expected
-// words and no sign of a crash.
+// A Python parent reports the CLI's peak resident memory (wait4's rusage) on
+// its last stderr line; the CLI's own status and output pass through.
+const char* kPeakReporter =
+    "import os, subprocess, sys\n"
+    "child = subprocess.Popen(sys.argv[1:])\n"
+    "_, status, usage = os.wait4(child.pid, 0)\n"
+    "sys.stderr.write('\\nEXPNET_PEAK_KB %d\\n' % usage.ru_maxrss)\n"
+    "sys.exit(os.waitstatus_to_exitcode(status) & 0xff)\n";
+
+// Runs each case; it must end within 5 s and 500 MB with a non-zero status, the
+// expected words and no sign of a crash.
 void expectRefused(const QVector<Refusal>& cases) {
   for (const auto& c : cases) {
     QElapsedTimer clock;
     clock.start();
-    const auto r = runProcess(expnet_test::cliPath(), c.args, 20000);
+    const auto r = runProcess("/usr/bin/python3", QStringList{"-c", kPeakReporter, expnet_test::cliPath()} + c.args, 20000);
     const QString where = c.args.join(' ');
     QVERIFY2(r.finished, qPrintable(where + ": did not end within 20 s"));
     QVERIFY2(clock.elapsed() < 5000, qPrintable(where + QString(": took %1 ms").arg(clock.elapsed())));
     QVERIFY2(r.exitCode != 0, qPrintable(where + ": exit status 0"));
-    const QString err = QString::fromUtf8(r.err);
+    const int peak = r.err.indexOf("EXPNET_PEAK_KB ");
+    QVERIFY2(peak >= 0, qPrintable(where + ": no peak reported"));
+    const long peakMb = r.err.mid(peak + 15).trimmed().toLong() / 1024;
+    QVERIFY2(peakMb > 0 && peakMb < 500, qPrintable(where + QString(": %1 MB at the peak").arg(peakMb)));
+    const QString err = QString::fromUtf8(r.err.left(peak));
     QVERIFY2(err.contains(c.expected), qPrintable(where + ": " + err));
     for (const char* crash : {"terminate called", "frame #", "Exception raised from", "179769"})
       QVERIFY2(!err.contains(QLatin1String(crash)), qPrintable(where + ": " + err));
