@@ -1,6 +1,7 @@
 // expnet doctor: is this machine fit to run the engine fast?
 #include <nlohmann/json.hpp>
 
+#include <filesystem>
 #include <iostream>
 
 #include "command.h"
@@ -12,7 +13,19 @@ namespace {
 
 struct DoctorArgs {
   bool json = false;
+  std::string folder;  // --free-of: a folder whose free space is reported (a remote host's work folder)
 };
+
+// Free bytes for an unprivileged user in `folder`, or -1 with the reason when it cannot be asked.
+int64_t free_bytes(const std::string& folder, std::string* why) {
+  std::error_code error;
+  const auto space = std::filesystem::space(folder, error);
+  if (error) {
+    *why = "cannot ask the free space of '" + folder + "' (" + error.message() + ")";
+    return -1;
+  }
+  return static_cast<int64_t>(space.available);
+}
 
 void run(const DoctorArgs& args) {
   const bool json = args.json;
@@ -22,8 +35,14 @@ void run(const DoctorArgs& args) {
   const std::string precision_auto = bf16 ? "bf16" : "fp32";
   std::string int8_why;
   const bool int8 = int8_is_available(current_device(), &int8_why);
+  std::string free_why;
+  const int64_t free = args.folder.empty() ? -1 : free_bytes(args.folder, &free_why);
   if (json) {
-    nlohmann::json out = {{"gflops", report.gflops},
+    nlohmann::json gpus = nlohmann::json::array();
+    for (const auto& gpu : report.gpus) gpus.push_back({{"name", gpu.name}, {"memory_bytes", gpu.memory_bytes}});
+    nlohmann::json out = {{"version", EXPNET_VERSION},
+                          {"gpus", std::move(gpus)},
+                          {"gflops", report.gflops},
                           {"matmul_ms", report.matmul_ms},
                           {"threads", report.threads},
                           {"blas_threads", report.blas_threads},
@@ -39,6 +58,11 @@ void run(const DoctorArgs& args) {
                           {"data_dir", data_dir()},
                           {"cache_dir", cache_dir()},
                           {"config_dir", config_dir()}};
+    if (!args.folder.empty()) {
+      out["folder"] = args.folder;
+      out["free_bytes"] = free >= 0 ? nlohmann::json(free) : nlohmann::json(nullptr);
+      if (free < 0) out["free_reason"] = free_why;
+    }
     std::cout << out.dump() << std::endl;
   } else {
     std::cout << "matmul 1024x1024 float32: " << report.gflops << " GFLOP/s (" << report.matmul_ms
@@ -51,7 +75,13 @@ void run(const DoctorArgs& args) {
               << int8_why << (int8 ? " (--precision int8 available)" : " (--precision int8 runs as fp32)") << "\n"
               << "devices:";
     for (const auto& d : report.devices) std::cout << " " << d;
-    std::cout << "\n"
+    std::cout << "\n";
+    for (const auto& gpu : report.gpus)
+      std::cout << "GPU: " << gpu.name << ", " << gpu.memory_bytes / (1 << 20) << " MiB\n";
+    if (!args.folder.empty())
+      std::cout << "free in " << args.folder << ": "
+                << (free >= 0 ? std::to_string(free / (1 << 20)) + " MiB" : free_why) << "\n";
+    std::cout << "version: " << EXPNET_VERSION << "\n"
               << "data: " << data_dir() << "\ncache: " << cache_dir() << "\nconfig: " << config_dir() << "\n";
   }
   for (const auto& warning : report.warnings) std::cerr << "warning: " << warning << "\n";
@@ -61,6 +91,7 @@ const bool registered = register_command({"doctor", 10, [](CLI::App& root) {
   auto [command, args] =
       add_command<DoctorArgs>(&root, "doctor", "Measure matrix-multiply speed, threads, BLAS and CUDA devices", run);
   command->add_flag("--json", args->json, "Print one compact JSON object");
+  command->add_option("--free-of", args->folder, "Also report the free space of this folder (bytes, as `free_bytes`)");
 }});
 
 }  // namespace

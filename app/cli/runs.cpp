@@ -1,4 +1,5 @@
-// expnet runs list | show RUN [--json] | table RUN... [--json] | export RUN --csv | --tensorboard DIR: read
+// expnet runs list | show RUN [--json] | table RUN... [--json] | export RUN --csv | --tensorboard DIR |
+// follow --store F [--run RUN] [--since CURSOR]: read
 // the training run stores (expnet/train/run_store.h). Without --store, every
 // store this machine knows (expnet/train/run_registry.h: the default store and
 // each run folder's). Safe while a trainer writes.
@@ -10,6 +11,7 @@
 #include "command.h"
 #include "expnet/text/terminal_text.h"
 #include "expnet/train/run_csv.h"
+#include "expnet/train/run_follow.h"
 #include "expnet/train/run_lock.h"
 #include "expnet/train/run_registry.h"
 #include "expnet/train/run_store.h"
@@ -25,6 +27,8 @@ struct Options {
   std::vector<std::string> runs;  // table: names, or prefixes ending in '*'
   bool json = false, csv = false;
   std::string tensorboard;  // export: folder for the event file (empty: not asked)
+  std::string since;        // follow: a cursor
+  int poll_ms = 500;        // follow
 };
 
 // The stores a command reads: --store, else every known one that exists.
@@ -184,6 +188,24 @@ void table(const Options& o) {
   std::cout << (o.json ? runs_table_json(rows) + "\n" : runs_table_text(rows)) << std::flush;
 }
 
+// JSON lines of the store's rows, then its changes, until no followed run is
+// running (docs/remote.md): what the studio reads from a host over SSH.
+void follow(const Options& o) {
+  if (o.store.empty()) throw std::runtime_error("runs follow needs --store FILE (the runs.sqlite of a run folder)");
+  FollowOptions options;
+  options.store = o.store;
+  options.run = o.run;
+  options.poll_ms = o.poll_ms;
+  if (!o.since.empty()) {
+    try {
+      options.since = FollowCursor::parse(o.since);
+    } catch (const std::invalid_argument& e) {
+      throw std::runtime_error(std::string("--since: ") + e.what());
+    }
+  }
+  follow_run_store(options, [](const std::string& line) { std::cout << line << "\n" << std::flush; });
+}
+
 // A `runs` subcommand reading the store that --store names (else every known store).
 std::pair<CLI::App*, Options*> add_runs_command(CLI::App* runs, const std::string& name, const std::string& description,
                                                 void (*run)(const Options&)) {
@@ -218,6 +240,13 @@ const bool registered = register_command({"runs", 60, [](CLI::App& root) {
     command->add_flag("--csv", o->csv, "CSV on stdout");
     command->add_option("--tensorboard", o->tensorboard,
                         "Folder (created when missing) for a TensorBoard event file: tensorboard --logdir DIR");
+  }
+  {
+    auto [command, o] = add_runs_command(
+        runs, "follow", "Print a store's rows, then its changes, as JSON lines until no followed run is running", follow);
+    command->add_option("--run", o->run, "Only this run (name or id); it is waited for up to 30 s");
+    command->add_option("--since", o->since, "Continue after this cursor (the \"cursor\" of a line printed before)");
+    command->add_option("--poll-ms", o->poll_ms, "How often the store is read")->check(CLI::Range(50, 60000));
   }
 }});
 

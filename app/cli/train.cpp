@@ -8,7 +8,11 @@
 #include <iostream>
 #include <sstream>
 
+#include <chrono>
+
 #include "command.h"
+#include "expnet/remote/hosts.h"
+#include "expnet/remote/ssh_remote.h"
 #include "expnet/train/ablation.h"
 #include "expnet/system/input_file.h"
 #include "expnet/train/launch.h"
@@ -22,7 +26,7 @@ namespace expnet::cli {
 namespace {
 
 struct Options {
-  std::string config, preset, out, store, name, ablation;
+  std::string config, preset, out, store, name, ablation, host;
   bool resume = false, no_progress = false, json = false, print_config = false, autocast = false;
   int nproc = 0;
   double dist_timeout = 60;
@@ -66,6 +70,59 @@ void launch(const RuntimeOptions& runtime, const Options& o, const std::string& 
   else if (status != 0)
     throw std::runtime_error("expnet train --nproc " + std::to_string(o.nproc) + ": a rank failed (exit status " +
                              std::to_string(status) + "); its error is above");
+}
+
+// --host H: the same command started detached on H over ssh (docs/remote.md).
+// The config file travels in the request; every other option applies there.
+void remote_launch(const RuntimeOptions& runtime, const Options& o) {
+  if (!o.ablation.empty()) throw std::runtime_error("--host with --ablation is not supported yet: start each variant with --host");
+  const Host host = resolve_host(o.host);
+  RemoteRequest request;
+  request.cwd = host.work_dir;
+  std::string name = o.name;
+  if (!o.config.empty()) {
+    const std::string text = read_input_file(o.config, "training config", kMaxConfigBytes);
+    const TrainConfig config = TrainConfig::from_json(text, "training config '" + o.config + "'");  // refused here, not there
+    if (name.empty()) name = config.name;
+    const auto stamp = std::chrono::duration_cast<std::chrono::milliseconds>(
+                           std::chrono::system_clock::now().time_since_epoch()).count();
+    request.files.push_back({"configs/run-" + std::to_string(stamp) + ".json", text});
+  } else if (name.empty()) {
+    name = train_preset(o.preset).name;
+  }
+  const std::string out = o.out.empty() ? "runs/" + name : o.out;
+  request.argv = {"train", "--out", out, "--no-progress", "--dist-timeout", std::to_string(o.dist_timeout)};
+  for (const auto& option : kForwarded) {
+    if (option.text && !(o.*option.text).empty())
+      request.argv.insert(request.argv.end(),
+                          {option.name, option.text == &Options::config ? request.files.front().path : o.*option.text});
+    if (option.flag && o.*option.flag && std::string(option.name) != "--no-progress") request.argv.emplace_back(option.name);
+  }
+  if (runtime.threads > 0) request.argv.insert(request.argv.end(), {"--threads", std::to_string(runtime.threads)});
+  if (!runtime.device.empty()) request.argv.insert(request.argv.end(), {"--device", runtime.device});
+  if (o.nproc > 0) request.argv.insert(request.argv.end(), {"--nproc", std::to_string(o.nproc)});
+  request.detach = true;
+  request.log = out + "/train.log";
+  request.settle_s = 3;  // a config the host refuses ends in this time: its error comes back
+  const int timeout_s = 30;
+  const RemoteResult result = run_remote(host, request, timeout_s);
+  const auto report = nlohmann::json::parse(result.out.substr(0, result.out.find('\n')), nullptr, false);
+  if (result.status == 1 && report.is_object() && report.value("ended", false))
+    throw std::runtime_error("host '" + host.name + "': the run ended at once (status " +
+                             std::to_string(report.value("status", -1)) + "); its log " + report.value("log", "") +
+                             " ends with:\n" + report.value("log_tail", ""));
+  if (result.status != 0 || !report.is_object()) throw std::runtime_error(explain_remote_failure(host, result, timeout_s));
+  const std::string store = o.store.empty() ? out + "/runs.sqlite" : o.store;
+  if (o.json) {
+    std::cout << nlohmann::json({{"host", host.name}, {"status", "started"}, {"pid", report["pid"]}, {"out_dir", out},
+                                 {"store", store}, {"log", report["log"]}, {"work_dir", report["cwd"]}})
+                     .dump()
+              << std::endl;
+    return;
+  }
+  std::cout << "started on " << host.name << " (pid " << report["pid"] << ", log " << report["log"].get<std::string>()
+            << "); follow it: ssh " << host.destination << " " << host.program << " runs follow --store " << store
+            << " (in " << report["cwd"].get<std::string>() << ")\n";
 }
 
 // The run of that name in the variant's store: finished runs are kept, others continue (--resume).
@@ -126,6 +183,7 @@ void run_ablation(const RuntimeOptions& runtime, const Options& o) {
 
 void run(const RuntimeOptions& runtime, const Options& o) {
   apply_runtime(runtime);
+  if (!o.host.empty()) return remote_launch(runtime, o);
   if (!o.ablation.empty()) return run_ablation(runtime, o);
   if (o.config.empty() == o.preset.empty()) throw std::runtime_error("expnet train: give exactly one of --config FILE or --preset NAME");
   TrainConfig config;
@@ -180,6 +238,9 @@ const bool registered = register_command({"train", 55, [](CLI::App& root) {
   c->add_option("--ablation", o->ablation,
                 "Ablation file: one run per variant of a base recipe, then their table (docs/training.md, \"Ablations\")");
   c->add_flag("--print-config", o->print_config, "Print the resolved config JSON and exit");
+  c->add_option("--host", o->host,
+                "Start the run detached on this host over ssh (`expnet hosts`, or any ssh destination); returns once "
+                "it runs. --out and dataset paths are the host's (relative: to its work folder)");
   c->add_option("--nproc", o->nproc, "Data-parallel training in N local processes (Gloo on loopback, 1 thread each by default)")
       ->check(CLI::Range(1, 256));
   c->add_option("--dist-timeout", o->dist_timeout, "Distributed: seconds a rank waits for the others before failing (default 60)");

@@ -165,10 +165,14 @@ DoctorReport run_doctor(int repeats) {
   if (report.cuda) {
     for (int i = 0; i < static_cast<int>(torch::cuda::device_count()); ++i) {
       std::string name = "cuda:" + std::to_string(i);
+      DoctorReport::Gpu gpu{name, 0};
 #ifdef EXPNET_WITH_CUDA
-      name += std::string(" (") + at::cuda::getDeviceProperties(i)->name + ")";
+      const auto* properties = at::cuda::getDeviceProperties(i);
+      name += std::string(" (") + properties->name + ")";
+      gpu = {properties->name, static_cast<int64_t>(properties->totalGlobalMem)};
 #endif
       report.devices.push_back(name);
+      report.gpus.push_back(std::move(gpu));
     }
   }
   if (report.gflops < kMinHealthyGflops) {

@@ -70,6 +70,11 @@ struct DoctorReport {
   std::string blas_library;
   bool cuda = false;
   std::vector<std::string> devices;  // "cpu", "cuda:0 (NVIDIA ...)" ...
+  struct Gpu {
+    std::string name;          // "NVIDIA H200"; "cuda:N" where this build cannot ask
+    int64_t memory_bytes = 0;  // 0 where this build cannot ask
+  };
+  std::vector<Gpu> gpus;
   std::vector<std::string> warnings;
 };
 inline constexpr double kMinHealthyGflops = 20.0;

@@ -1,0 +1,323 @@
+#include "expnet/remote/ssh_remote.h"
+
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <spawn.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <nlohmann/json.hpp>
+
+#include <cerrno>
+#include <chrono>
+#include <cstdlib>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <thread>
+#include <iostream>
+#include <stdexcept>
+
+#include "expnet/system/atomic_file.h"
+
+extern char** environ;
+
+namespace expnet {
+
+using nlohmann::json;
+namespace fs = std::filesystem;
+
+std::string RemoteRequest::to_json() const {
+  json files_json = json::array();
+  for (const auto& file : files) files_json.push_back({{"path", file.path}, {"text", file.text}});
+  return json({{"format", "expnet-remote"}, {"version", kRemoteRequestVersion}, {"argv", argv}, {"cwd", cwd},
+               {"files", std::move(files_json)}, {"detach", detach}, {"log", log}, {"settle_s", settle_s}})
+      .dump();
+}
+
+RemoteRequest RemoteRequest::from_json(const std::string& line) {
+  json doc;
+  try {
+    doc = json::parse(line);
+  } catch (const json::exception& e) {
+    throw std::runtime_error(std::string("expnet remote: the request is not JSON (") + e.what() +
+                             "); it is sent by `expnet ... --host` or the studio, not typed");
+  }
+  if (!doc.is_object() || doc.value("format", "") != "expnet-remote")
+    throw std::runtime_error("expnet remote: not a request of expnet's (no \"format\": \"expnet-remote\")");
+  const int version = doc.value("version", 0);
+  if (version != kRemoteRequestVersion)
+    throw std::runtime_error("expnet remote: this host's expnet (" EXPNET_VERSION ") reads requests of version " +
+                             std::to_string(kRemoteRequestVersion) + ", and this one is of version " +
+                             std::to_string(version) + ": install the same expnet version on both machines");
+  RemoteRequest request;
+  try {
+    request.argv = doc.at("argv").get<std::vector<std::string>>();
+    request.cwd = doc.value("cwd", "");
+    request.detach = doc.value("detach", false);
+    request.log = doc.value("log", "");
+    request.settle_s = std::min(60.0, std::max(0.0, doc.value("settle_s", 0.0)));
+    for (const auto& file : doc.value("files", json::array()))
+      request.files.push_back({file.at("path").get<std::string>(), file.at("text").get<std::string>()});
+  } catch (const json::exception& e) {
+    throw std::runtime_error(std::string("expnet remote: a malformed request (") + e.what() + ")");
+  }
+  if (request.argv.empty() || request.argv.front() == "remote")
+    throw std::runtime_error("expnet remote: the request names no expnet command to run");
+  return request;
+}
+
+std::vector<std::string> ssh_argv(const Host& host, int timeout_s) {
+  check_host(host);
+  const int alive = std::max(1, timeout_s / 3);
+  std::vector<std::string> argv{"ssh",
+                                "-o", "BatchMode=yes",  // never a password or passphrase prompt: keys and agent only
+                                "-o", "ConnectTimeout=" + std::to_string(timeout_s),
+                                "-o", "ServerAliveInterval=" + std::to_string(alive),
+                                "-o", "ServerAliveCountMax=3"};
+  argv.insert(argv.end(), host.ssh_options.begin(), host.ssh_options.end());
+  argv.insert(argv.end(), {"--", host.destination, host.program, "remote"});
+  return argv;
+}
+
+namespace {
+
+struct Pipe {
+  int fd[2] = {-1, -1};
+  Pipe() {
+    if (::pipe2(fd, O_CLOEXEC) != 0) throw std::runtime_error(std::string("cannot make a pipe: ") + std::strerror(errno));
+  }
+  ~Pipe() {
+    for (int& f : fd)
+      if (f >= 0) ::close(f);
+  }
+  void close_end(int i) {
+    if (fd[i] >= 0) ::close(fd[i]);
+    fd[i] = -1;
+  }
+};
+
+// Starts argv[0] (searched on PATH) with its stdin, stdout and stderr on pipes.
+pid_t spawn_with_pipes(const std::vector<std::string>& args, Pipe& in, Pipe& out, Pipe& err) {
+  posix_spawn_file_actions_t actions;
+  posix_spawn_file_actions_init(&actions);
+  posix_spawn_file_actions_adddup2(&actions, in.fd[0], STDIN_FILENO);
+  posix_spawn_file_actions_adddup2(&actions, out.fd[1], STDOUT_FILENO);
+  posix_spawn_file_actions_adddup2(&actions, err.fd[1], STDERR_FILENO);
+  std::vector<char*> argv;
+  for (const auto& a : args) argv.push_back(const_cast<char*>(a.c_str()));
+  argv.push_back(nullptr);
+  pid_t pid = -1;
+  const int rc = ::posix_spawnp(&pid, argv[0], &actions, nullptr, argv.data(), environ);
+  posix_spawn_file_actions_destroy(&actions);
+  if (rc != 0)
+    throw std::runtime_error("cannot start " + args.front() + " (" + std::strerror(rc) +
+                             "): install OpenSSH's client (apt install openssh-client)");
+  in.close_end(0);
+  out.close_end(1);
+  err.close_end(1);
+  return pid;
+}
+
+void write_all(int fd, const std::string& bytes) {
+  size_t done = 0;
+  while (done < bytes.size()) {
+    const ssize_t n = ::write(fd, bytes.data() + done, bytes.size() - done);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) return;  // ssh ended early: its status and stderr say why
+    done += static_cast<size_t>(n);
+  }
+}
+
+}  // namespace
+
+RemoteResult run_remote(const Host& host, const RemoteRequest& request, int timeout_s,
+                        const std::function<void(const std::string& line)>& on_line) {
+  Pipe in, out, err;
+  const pid_t pid = spawn_with_pipes(ssh_argv(host, std::min(timeout_s, 10)), in, out, err);
+  struct sigaction ignore {}, previous {};
+  ignore.sa_handler = SIG_IGN;
+  ::sigaction(SIGPIPE, &ignore, &previous);  // ssh may end before reading the request
+  write_all(in.fd[1], request.to_json() + "\n");
+  ::sigaction(SIGPIPE, &previous, nullptr);
+  in.close_end(1);
+  RemoteResult result;
+  std::string pending;
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(timeout_s);
+  bool timed_out = false;
+  while (out.fd[0] >= 0 || err.fd[0] >= 0) {
+    const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now());
+    if (left.count() <= 0) {
+      timed_out = true;
+      ::kill(pid, SIGKILL);
+      break;
+    }
+    pollfd fds[2] = {{out.fd[0], POLLIN, 0}, {err.fd[0], POLLIN, 0}};
+    if (::poll(fds, 2, static_cast<int>(std::min<int64_t>(left.count(), 1000))) < 0 && errno != EINTR) break;
+    char buffer[65536];
+    for (int i = 0; i < 2; ++i) {
+      Pipe& p = i == 0 ? out : err;
+      if (p.fd[0] < 0 || !(fds[i].revents & (POLLIN | POLLHUP | POLLERR))) continue;
+      const ssize_t n = ::read(p.fd[0], buffer, sizeof buffer);
+      if (n <= 0) {
+        if (n < 0 && errno == EINTR) continue;
+        p.close_end(0);
+        continue;
+      }
+      (i == 0 ? result.out : result.err).append(buffer, static_cast<size_t>(n));
+      if (i == 0 && on_line) {
+        pending.append(buffer, static_cast<size_t>(n));
+        for (size_t end; (end = pending.find('\n')) != std::string::npos; pending.erase(0, end + 1))
+          on_line(pending.substr(0, end));
+      }
+    }
+  }
+  int status = 0;
+  while (::waitpid(pid, &status, 0) < 0 && errno == EINTR) {
+  }
+  result.status = timed_out ? -1 : WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+  return result;
+}
+
+std::string explain_remote_failure(const Host& host, const RemoteResult& result, int timeout_s) {
+  const std::string who = "host '" + host.name + "' (" + host.destination + ")";
+  const std::string& err = result.err;
+  const auto has = [&](const char* words) { return err.find(words) != std::string::npos; };
+  std::string said = err;
+  while (!said.empty() && (said.back() == '\n' || said.back() == '\r')) said.pop_back();
+  if (const size_t last = said.rfind('\n'); last != std::string::npos && said.size() > 400) said = said.substr(last + 1);
+  const std::string ssh_says = said.empty() ? std::string() : " (ssh: " + said + ")";
+  if (result.status < 0)
+    return who + " did not answer within " + std::to_string(timeout_s) + " s" + ssh_says +
+           "; check that it is up and reachable (ssh " + host.destination + ")";
+  if (has("REMOTE HOST IDENTIFICATION HAS CHANGED") || has("Host key verification failed") ||
+      has("No ED25519 host key is known") || has("host key for"))
+    return who + ": its host key is unknown or has changed, so ssh refused it" + ssh_says +
+           "; check the key with the host's owner and accept it with ssh itself: run `ssh " + host.destination +
+           "` in a terminal (after `ssh-keygen -R` for a key that changed on purpose)";
+  if (has("Permission denied"))
+    return who + " refused the login" + ssh_says + "; add your key there (ssh-copy-id " + host.destination +
+           ") or load it in your agent (ssh-add)";
+  if (has("Could not resolve hostname") || has("Connection timed out") || has("No route to host") ||
+      has("Connection refused") || has("Network is unreachable") || has("Connection closed") || has("Timeout"))
+    return "cannot reach " + who + ssh_says + "; check the name, the network and that sshd runs there";
+  if (result.status == 127 || has("command not found") || has("No such file or directory"))
+    return who + " has no `" + host.program + "`" + ssh_says +
+           "; install expnet there (docs/remote.md) or give its absolute path: expnet hosts add " + host.name +
+           " --destination " + host.destination + " --program /path/to/expnet";
+  if (has("expnet remote:")) return who + ": " + said;
+  return who + ": the command failed (status " + std::to_string(result.status) + ")" + ssh_says;
+}
+
+namespace {
+
+std::string read_request_line(int fd) {
+  std::string line;
+  char c = 0;
+  while (true) {
+    const ssize_t n = ::read(fd, &c, 1);  // byte by byte: nothing after the line is taken from the command
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0 || c == '\n') break;
+    line.push_back(c);
+    if (line.size() > (16u << 20)) throw std::runtime_error("expnet remote: a request of more than 16 MiB");
+  }
+  if (line.empty()) throw std::runtime_error("expnet remote: no request on stdin (it is sent by `expnet ... --host`)");
+  return line;
+}
+
+std::string read_text_tail(const std::string& path, size_t bytes) {
+  std::ifstream in(path, std::ios::binary | std::ios::ate);
+  const auto size = static_cast<size_t>(std::max<std::streamoff>(0, in.tellg()));
+  in.seekg(static_cast<std::streamoff>(size > bytes ? size - bytes : 0));
+  return std::string(std::istreambuf_iterator<char>(in), {});
+}
+
+fs::path expand_home(const std::string& folder) {
+  const char* home = std::getenv("HOME");
+  if (folder == "~") return home ? home : "/";
+  if (folder.rfind("~/", 0) == 0) return fs::path(home ? home : "/") / folder.substr(2);
+  return folder;
+}
+
+fs::path inside(const fs::path& folder, const std::string& relative) {
+  const fs::path path(relative);
+  if (relative.empty() || path.is_absolute())
+    throw std::runtime_error("expnet remote: a file path must be relative to the request's folder, not '" + relative + "'");
+  for (const auto& part : path)
+    if (part == "..") throw std::runtime_error("expnet remote: a file path must stay inside its folder, not '" + relative + "'");
+  return folder / path;
+}
+
+// Built before any fork: after it, only async-signal-safe calls until exec.
+std::vector<char*> self_argv(const std::vector<std::string>& args) {
+  std::vector<char*> argv{const_cast<char*>("expnet")};
+  for (const auto& a : args) argv.push_back(const_cast<char*>(a.c_str()));
+  argv.push_back(nullptr);
+  return argv;
+}
+
+[[noreturn]] void exec_self(const std::vector<char*>& argv) {
+  ::execv("/proc/self/exe", argv.data());
+  static const char kFailed[] = "error: expnet remote: cannot run expnet\n";
+  (void)!::write(STDERR_FILENO, kFailed, sizeof kFailed - 1);
+  ::_exit(127);
+}
+
+}  // namespace
+
+int serve_remote_request(int in_fd) {
+  const RemoteRequest request = RemoteRequest::from_json(read_request_line(in_fd));
+  const fs::path folder = expand_home(request.cwd.empty() ? "~" : request.cwd);
+  std::error_code error;
+  fs::create_directories(folder, error);
+  if (::chdir(folder.c_str()) != 0)
+    throw std::runtime_error("expnet remote: cannot enter the folder '" + folder.string() + "' (" + std::strerror(errno) + ")");
+  for (const auto& file : request.files) {
+    const fs::path path = inside(folder, file.path);
+    fs::create_directories(path.parent_path(), error);
+    write_file_atomic(path.string(), file.text);
+  }
+  const std::vector<char*> argv = self_argv(request.argv);
+  if (!request.detach) exec_self(argv);
+  const fs::path log = !request.log.empty() && fs::path(request.log).is_absolute()
+                          ? fs::path(request.log)
+                          : inside(folder, request.log.empty() ? "expnet-remote.log" : request.log);
+  fs::create_directories(log.parent_path(), error);
+  const int null = ::open("/dev/null", O_RDONLY | O_CLOEXEC);
+  const int out = ::open(log.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
+  if (null < 0 || out < 0)
+    throw std::runtime_error("expnet remote: cannot write the log '" + log.string() + "' (" + std::strerror(errno) + ")");
+  const pid_t worker = ::fork();
+  if (worker == 0) {
+    ::setsid();  // its own session: the SIGHUP of a dropped connection never reaches it
+    ::dup2(null, STDIN_FILENO);
+    ::dup2(out, STDOUT_FILENO);
+    ::dup2(out, STDERR_FILENO);
+    exec_self(argv);
+  }
+  ::close(null);
+  ::close(out);
+  if (worker < 0) throw std::runtime_error(std::string("expnet remote: cannot start the command (") + std::strerror(errno) + ")");
+  json report = {{"pid", worker}, {"log", log.string()}, {"cwd", folder.string()}};
+  const auto until = std::chrono::steady_clock::now() + std::chrono::duration<double>(request.settle_s);
+  int status = 0;
+  while (std::chrono::steady_clock::now() < until) {
+    if (::waitpid(worker, &status, WNOHANG) == worker) {
+      std::string tail;
+      try {
+        tail = read_text_tail(log.string(), 2000);
+      } catch (const std::exception&) {
+      }
+      report.update({{"ended", true}, {"status", WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status)},
+                     {"log_tail", tail}});
+      std::cout << report.dump() << std::endl;
+      return 1;
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  std::cout << report.dump() << std::endl;  // it goes on, a child of init once we exit
+  return 0;
+}
+
+}  // namespace expnet

@@ -1,0 +1,183 @@
+// expnet runs follow (expnet/train/run_follow.h): a store's rows as JSON lines
+// with cursors. Continuing from any line's cursor gives exactly the rows after
+// it (none lost, none twice); a live run (its lock held) is followed while rows
+// arrive, and the follow ends by itself with the run's final status; bad cursors,
+// newer stores and missing runs are one-line errors.
+#include <QtTest>
+
+#include <nlohmann/json.hpp>
+
+#include <atomic>
+#include <filesystem>
+#include <thread>
+
+#include "expnet/train/run_follow.h"
+#include "expnet/train/run_lock.h"
+#include "expnet/train/run_store.h"
+#include "support/fixtures.h"
+
+using namespace expnet;
+using nlohmann::json;
+
+namespace {
+
+std::vector<json> follow_all(const FollowOptions& options) {
+  std::vector<json> lines;
+  follow_run_store(options, [&](const std::string& line) { lines.push_back(json::parse(line)); });
+  return lines;
+}
+
+// "step 12 of run 1", ... for every row-carrying line: what a mirror would hold.
+std::vector<std::string> rows_of(const std::vector<json>& lines) {
+  std::vector<std::string> rows;
+  for (const auto& line : lines) {
+    const std::string type = line["type"];
+    if (type == "step") rows.push_back("step " + std::to_string(line["step"].get<int64_t>()));
+    if (type == "validation") rows.push_back("validation " + std::to_string(line["epoch"].get<int64_t>()));
+    if (type == "sample") rows.push_back("sample " + line["caption"].get<std::string>());
+  }
+  return rows;
+}
+
+void fill(RunStore& store, int64_t run, int64_t from_step, int64_t to_step) {
+  std::vector<StepRecord> steps;
+  for (int64_t s = from_step; s <= to_step; ++s) {
+    StepRecord r;
+    r.run = run;
+    r.step = s;
+    r.epoch = s / 10;
+    r.loss = 5.0 / static_cast<double>(s);
+    steps.push_back(r);
+  }
+  store.log_steps(steps);
+}
+
+}  // namespace
+
+class TestRunFollow : public QObject {
+  Q_OBJECT
+ private slots:
+  void everyCursorContinuesExactly() {
+    const std::string path = expnet_test::makeTempDir("follow_cursor").toStdString() + "/runs.sqlite";
+    {
+      RunStore store(path);
+      const int64_t a = store.create_run("a", "{}", "/tmp/a"), b = store.create_run("b; $(x) 'q'", "{}", "/tmp/b");
+      store.add_stage(a, 0, "xe", "{}");
+      fill(store, a, 1, 30);
+      fill(store, b, 1, 12);
+      ValidationRecord v;
+      v.run = a;
+      v.epoch = 1;
+      v.cider_d = 0.5;
+      store.log_validation(v);
+      store.log_samples({{a, 0, 1, "img.jpg", "a red circle", "a red circle"}});
+      store.set_status(a, "finished");
+      store.set_status(b, "failed", "out of memory");
+    }
+    FollowOptions options;
+    options.store = path;
+    const auto all = follow_all(options);
+    QCOMPARE(all.front()["type"].get<std::string>(), std::string("hello"));
+    QCOMPARE(all.front()["version"].get<int>(), kFollowFormatVersion);
+    QCOMPARE(all.back()["type"].get<std::string>(), std::string("end"));
+    const auto rows = rows_of(all);
+    QCOMPARE(rows.size(), size_t(30 + 12 + 1 + 1));
+    std::map<std::string, std::string> status;
+    for (const auto& line : all)
+      if (line["type"] == "run") status[line["name"]] = line["status"];
+    QCOMPARE(status["a"], std::string("finished"));
+    QCOMPARE(status["b; $(x) 'q'"], std::string("failed"));
+    // From each line's cursor: exactly the rows after that line.
+    for (size_t i = 0; i < all.size(); ++i) {
+      FollowOptions again = options;
+      again.since = FollowCursor::parse(all[i]["cursor"]);
+      const auto rest = rows_of(follow_all(again));
+      const auto before = rows_of(std::vector<json>(all.begin(), all.begin() + static_cast<std::ptrdiff_t>(i + 1)));
+      std::vector<std::string> joined = before;
+      joined.insert(joined.end(), rest.begin(), rest.end());
+      QVERIFY2(joined == rows, qPrintable(QString("from line %1 (%2): %3 + %4 rows, %5 expected")
+                                              .arg(i)
+                                              .arg(QString::fromStdString(all[i]["cursor"]))
+                                              .arg(before.size())
+                                              .arg(rest.size())
+                                              .arg(rows.size())));
+    }
+    // One run only: the other's rows are skipped.
+    FollowOptions one = options;
+    one.run = "b; $(x) 'q'";
+    QCOMPARE(rows_of(follow_all(one)).size(), size_t(12));
+  }
+
+  void aLiveRunIsFollowedUntilItEnds() {
+    const std::string path = expnet_test::makeTempDir("follow_live").toStdString() + "/runs.sqlite";
+    RunStore store(path);
+    const int64_t run = store.create_run("live", "{}", "/tmp/live");
+    store.set_status(run, "running");
+    auto lock = std::make_unique<RunLock>(path, run);
+    std::vector<json> lines;
+    std::mutex mutex;
+    FollowOptions options;
+    options.store = path;
+    options.poll_ms = 50;
+    options.heartbeat_s = 0.2;
+    std::thread follower([&] {
+      follow_run_store(options, [&](const std::string& line) {
+        std::lock_guard<std::mutex> hold(mutex);
+        lines.push_back(json::parse(line));
+      });
+    });
+    for (int64_t chunk = 0; chunk < 5; ++chunk) {
+      fill(store, run, chunk * 20 + 1, chunk * 20 + 20);
+      std::this_thread::sleep_for(std::chrono::milliseconds(120));
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(500));  // quiet: "alive" lines
+    fill(store, run, 101, 107);  // the last rows, written just before the trainer lets go
+    store.set_status(run, "finished");
+    lock.reset();
+    follower.join();  // ends by itself
+    QCOMPARE(rows_of(lines).size(), size_t(107));
+    QCOMPARE(lines.back()["type"].get<std::string>(), std::string("end"));
+    std::vector<std::string> statuses;
+    bool alive = false;
+    for (const auto& line : lines) {
+      if (line["type"] == "run") statuses.push_back(line["status"]);
+      alive = alive || line["type"] == "alive";
+    }
+    QCOMPARE(statuses.front(), std::string("running"));
+    QCOMPARE(statuses.back(), std::string("finished"));
+    QVERIFY(alive);
+  }
+
+  void badCursorsStoresAndRunsAreOneLineErrors() {
+    const QString dir = expnet_test::makeTempDir("follow_errors");
+    const std::string path = dir.toStdString() + "/runs.sqlite";
+    {
+      RunStore store(path);
+      store.create_run("r", "{}", "/tmp/r");
+    }
+    QVERIFY(expnet_test::errorOf([] { FollowCursor::parse("v2:1:2:3"); }).contains("follow format 2, and this expnet reads format 1"));
+    QVERIFY(expnet_test::errorOf([] { FollowCursor::parse("v1:1:x:3"); }).contains("is not a follow cursor"));
+    QVERIFY(expnet_test::errorOf([] { FollowCursor::parse(";rm"); }).contains("is not a follow cursor"));
+    FollowOptions missing;
+    missing.store = path;
+    missing.run = "nope";
+    missing.wait_for_run_s = 0.3;
+    missing.poll_ms = 50;
+    QVERIFY(expnet_test::errorOf([&] { follow_all(missing); }).contains("no run 'nope' appeared"));
+    const auto cli = expnet_test::runProcess(expnet_test::cliPath(),
+                                             {"runs", "follow", "--store", QString::fromStdString(path), "--since", "v9:0:0:0"});
+    QCOMPARE(cli.exitCode, 1);
+    QVERIFY2(cli.err.contains("follow format 9"), cli.err.constData());
+    // A store of a newer schema, as a newer expnet on a host would leave it.
+    const auto newer = expnet_test::runProcess("/usr/bin/python3", {"-c", "import sqlite3,sys; c=sqlite3.connect(sys.argv[1]); "
+                                                                          "c.execute('PRAGMA user_version = 9'); c.commit()",
+                                                                    QString::fromStdString(path)});
+    QCOMPARE(newer.exitCode, 0);
+    FollowOptions options;
+    options.store = path;
+    QVERIFY(expnet_test::errorOf([&] { follow_all(options); }).contains("is of schema 9, newer than this expnet"));
+  }
+};
+
+QTEST_MAIN(TestRunFollow)
+#include "test_run_follow.moc"
