@@ -9,6 +9,8 @@
 #include <iostream>
 
 #include "command.h"
+#include "expnet/remote/hosts.h"
+#include "expnet/remote/ssh_remote.h"
 #include "expnet/text/terminal_text.h"
 #include "expnet/train/run_csv.h"
 #include "expnet/train/run_follow.h"
@@ -28,6 +30,7 @@ struct Options {
   bool json = false, csv = false;
   std::string tensorboard;  // export: folder for the event file (empty: not asked)
   std::string since;        // follow: a cursor
+  std::string host;         // follow: the store is on this host (over ssh)
   int poll_ms = 500;        // follow
 };
 
@@ -203,7 +206,23 @@ void follow(const Options& o) {
       throw std::runtime_error(std::string("--since: ") + e.what());
     }
   }
-  follow_run_store(options, [](const std::string& line) { std::cout << line << "\n" << std::flush; });
+  if (o.host.empty()) {
+    follow_run_store(options, [](const std::string& line) { std::cout << line << "\n" << std::flush; });
+    return;
+  }
+  // The same command on the host; its lines pass through as they come. ssh's
+  // keepalives notice a dead link (about 10 s): then this ends with its reason,
+  // and the last cursor printed continues it.
+  const Host host = resolve_host(o.host);
+  RemoteRequest request;
+  request.cwd = host.work_dir;
+  request.argv = {"runs", "follow", "--store", o.store, "--poll-ms", std::to_string(o.poll_ms)};
+  if (!o.run.empty()) request.argv.insert(request.argv.end(), {"--run", o.run});
+  if (!o.since.empty()) request.argv.insert(request.argv.end(), {"--since", o.since});
+  constexpr int kFollowTimeout = 7 * 24 * 3600;
+  const RemoteResult result =
+      run_remote(host, request, kFollowTimeout, [](const std::string& line) { std::cout << line << "\n" << std::flush; });
+  if (result.status != 0) throw std::runtime_error(explain_remote_failure(host, result, kFollowTimeout));
 }
 
 // A `runs` subcommand reading the store that --store names (else every known store).
@@ -247,6 +266,8 @@ const bool registered = register_command({"runs", 60, [](CLI::App& root) {
     command->add_option("--run", o->run, "Only this run (name or id); it is waited for up to 30 s");
     command->add_option("--since", o->since, "Continue after this cursor (the \"cursor\" of a line printed before)");
     command->add_option("--poll-ms", o->poll_ms, "How often the store is read")->check(CLI::Range(50, 60000));
+    command->add_option("--host", o->host, "The store is on this host (`expnet hosts`, or an ssh destination); "
+                                           "a relative --store is in its work folder");
   }
 }});
 

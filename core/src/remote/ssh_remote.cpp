@@ -187,27 +187,27 @@ std::string explain_remote_failure(const Host& host, const RemoteResult& result,
   std::string said = err;
   while (!said.empty() && (said.back() == '\n' || said.back() == '\r')) said.pop_back();
   if (const size_t last = said.rfind('\n'); last != std::string::npos && said.size() > 400) said = said.substr(last + 1);
+  if (said.rfind("ssh: ", 0) == 0) said = said.substr(5);
   const std::string ssh_says = said.empty() ? std::string() : " (ssh: " + said + ")";
   if (result.status < 0)
     return who + " did not answer within " + std::to_string(timeout_s) + " s" + ssh_says +
            "; check that it is up and reachable (ssh " + host.destination + ")";
-  if (has("REMOTE HOST IDENTIFICATION HAS CHANGED") || has("Host key verification failed") ||
-      has("No ED25519 host key is known") || has("host key for"))
-    return who + ": its host key is unknown or has changed, so ssh refused it" + ssh_says +
-           "; check the key with the host's owner and accept it with ssh itself: run `ssh " + host.destination +
-           "` in a terminal (after `ssh-keygen -R` for a key that changed on purpose)";
-  if (has("Permission denied"))
-    return who + " refused the login" + ssh_says + "; add your key there (ssh-copy-id " + host.destination +
-           ") or load it in your agent (ssh-add)";
-  if (has("Could not resolve hostname") || has("Connection timed out") || has("No route to host") ||
-      has("Connection refused") || has("Network is unreachable") || has("Connection closed") || has("Timeout"))
+  if (result.status == 255) {  // ssh's own failures; a remote command's status passes through otherwise
+    if (has("REMOTE HOST IDENTIFICATION HAS CHANGED") || has("Host key verification failed") || has("host key for"))
+      return who + ": its host key is unknown or has changed, so ssh refused it" + ssh_says +
+             "; check the key with the host's owner and accept it with ssh itself: run `ssh " + host.destination +
+             "` in a terminal (after `ssh-keygen -R` for a key that changed on purpose)";
+    if (has("Permission denied"))
+      return who + " refused the login" + ssh_says + "; add your key there (ssh-copy-id " + host.destination +
+             ") or load it in your agent (ssh-add)";
     return "cannot reach " + who + ssh_says + "; check the name, the network and that sshd runs there";
-  if (result.status == 127 || has("command not found") || has("No such file or directory"))
+  }
+  if (result.status == 127 || has("command not found"))
     return who + " has no `" + host.program + "`" + ssh_says +
            "; install expnet there (docs/remote.md) or give its absolute path: expnet hosts add " + host.name +
            " --destination " + host.destination + " --program /path/to/expnet";
-  if (has("expnet remote:")) return who + ": " + said;
-  return who + ": the command failed (status " + std::to_string(result.status) + ")" + ssh_says;
+  if (said.rfind("error: ", 0) == 0) said = said.substr(7);
+  return who + ": " + (said.empty() ? "the command failed (status " + std::to_string(result.status) + ")" : said);
 }
 
 namespace {

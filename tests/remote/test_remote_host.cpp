@@ -1,0 +1,192 @@
+// Remote hosts for real on one machine (docs/remote.md): a host is a network
+// namespace running Debian's sshd (tests/support/test_host.h), its `expnet` this
+// build's binary. Through the CLI: hosts add/check, a run started there with
+// `train --host` under hostile names (nothing is ever run by a shell), followed
+// with `runs follow --host` across a cut link and continued from the last cursor
+// (the rows equal the host's store, none lost, none twice), and a changed host
+// key refused with ssh's own words. Needs root; CI requires it (EXPNET_REQUIRE_NETNS=1).
+#include <QDirIterator>
+#include <QElapsedTimer>
+#include <QJsonDocument>
+#include <QJsonObject>
+#include <QProcess>
+#include <QtTest>
+
+#include <memory>
+
+#include "expnet/train/run_store.h"
+#include "support/fixtures.h"
+#include "support/test_host.h"
+
+namespace {
+
+const QString kHostile = QStringLiteral("out; $(touch PWNED) 'q' \"x\" -rf");
+
+QString recipe(const QString& dir, int epochs) {
+  const QString path = dir + "/recipe.json";
+  QFile file(path);
+  if (!file.open(QIODevice::WriteOnly)) return {};
+  file.write(QStringLiteral(
+                 "{\"name\": \"remote; $(touch PWNED) 'q'\", \"seed\": 11,\n"
+                 " \"model\": {\"swin_img_size\": 32, \"swin_patch_size\": 4, \"swin_in_chans\": 3, \"swin_embed_dim\": 16,\n"
+                 "  \"swin_depths\": [1, 1], \"swin_num_heads\": [1, 2], \"swin_window_size\": 4, \"swin_mlp_ratio\": 2.0,\n"
+                 "  \"swin_qkv_bias\": true, \"swin_ape\": false, \"swin_patch_norm\": true, \"final_swin_dim\": 32,\n"
+                 "  \"d_model\": 32, \"N_enc\": 1, \"N_dec\": 1, \"ff\": 64, \"num_heads\": 2, \"num_exp_enc_list\": [4, 8],\n"
+                 "  \"num_exp_dec\": 4, \"max_seq_len\": 22},\n"
+                 " \"dataset\": \"shapes\", \"shapes_images\": 60, \"vocab_min_count\": 1, \"validation_images\": 3,\n"
+                 " \"validation_beam\": 1, \"workers\": 1, \"checkpoint_every\": 1,\n"
+                 " \"stages\": [{\"name\": \"A\", \"objective\": \"xe\", \"backbone\": \"frozen\", \"batch\": 8, \"lr\": 1e-3,\n"
+                 "  \"schedule\": \"fixed\", \"epochs\": %1, \"dropout\": 0.1, \"max_batches_per_epoch\": 5}]}\n")
+                 .arg(epochs)
+                 .toUtf8());
+  return path;
+}
+
+// Lines of a running `expnet runs follow --host` as they come.
+struct Follow {
+  QProcess process;
+  QList<QJsonObject> lines;
+  QByteArray pending;
+  void start(const QStringList& args) {
+    process.start(expnet_test::cliPath(), args);
+    process.waitForStarted();
+  }
+  void read() {
+    pending += process.readAllStandardOutput();
+    for (int end; (end = pending.indexOf('\n')) >= 0; pending.remove(0, end + 1))
+      lines << QJsonDocument::fromJson(pending.left(end)).object();
+  }
+  int count(const QString& type) const {
+    int n = 0;
+    for (const auto& line : lines) n += line["type"].toString() == type;
+    return n;
+  }
+  // Waits until `done` or `ms` pass; false on timeout.
+  template <typename Done>
+  bool waitUntil(Done done, int ms) {
+    QElapsedTimer clock;
+    clock.start();
+    while (!done() && clock.elapsed() < ms) {
+      process.waitForReadyRead(200);
+      read();
+      if (process.state() == QProcess::NotRunning) read();
+    }
+    return done();
+  }
+};
+
+QStringList pwnedFiles(const QString& root) {
+  QStringList found;
+  for (const QString& dir : {root, QDir::currentPath(), QDir::tempPath()}) {
+    QDirIterator it(dir, {"PWNED"}, QDir::Files, dir == root ? QDirIterator::Subdirectories : QDirIterator::NoIteratorFlags);
+    while (it.hasNext()) found << it.next();
+  }
+  return found;
+}
+
+}  // namespace
+
+class TestRemoteHost : public QObject {
+  Q_OBJECT
+  std::unique_ptr<expnet_test::TestHost> host_;
+  QString config_;
+
+  expnet_test::ProcessResult cli(const QStringList& args, int timeoutMs = 60000) {
+    return expnet_test::runProcess(expnet_test::cliPath(), args, timeoutMs);
+  }
+
+ private slots:
+  void initTestCase() {
+    EXPNET_REQUIRE_TEST_HOSTS();
+    host_ = std::make_unique<expnet_test::TestHost>();
+    QString error;
+    QVERIFY2(host_->start("gpu-test", &error), qPrintable(error));
+    config_ = expnet_test::makeTempDir("remote_config");
+    qputenv("XDG_CONFIG_HOME", config_.toUtf8());
+    const auto added = cli({"hosts", "add", "gpu", "--destination", host_->alias(), "--program", expnet_test::cliPath(),
+                            "--work-dir", host_->workDir(), "--ssh-option=-F", "--ssh-option=" + host_->sshConfig()});
+    QVERIFY2(added.exitCode == 0, added.err.constData());
+  }
+
+  void checkReportsTheEngineThere() {
+    const auto check = cli({"hosts", "check", "gpu", "--json"});
+    QVERIFY2(check.exitCode == 0, check.err.constData());
+    const auto report = QJsonDocument::fromJson(check.out).object();
+    QCOMPARE(report["doctor"].toObject()["version"].toString(), QStringLiteral(EXPNET_VERSION));
+    QVERIFY(report["doctor"].toObject()["free_bytes"].toDouble() > 0);
+    // No expnet at that path there: one sentence naming the host and the fix.
+    QVERIFY(cli({"hosts", "add", "nowhere", "--destination", host_->alias(), "--program", "/opt/none/expnet",
+                 "--ssh-option=-F", "--ssh-option=" + host_->sshConfig()})
+                .exitCode == 0);
+    const auto missing = cli({"hosts", "check", "nowhere"});
+    QCOMPARE(missing.exitCode, 1);
+    QVERIFY2(missing.err.contains("host 'nowhere'") && missing.err.contains("has no `/opt/none/expnet`"),
+             missing.err.constData());
+    // A destination that would be an option of ssh's is refused before ssh runs.
+    const auto option = cli({"hosts", "check", "--", "-oProxyCommand=touch PWNED"});
+    QCOMPARE(option.exitCode, 1);
+    QVERIFY2(option.err.contains("not starting with '-'"), option.err.constData());
+  }
+
+  // A run started there under hostile names, followed across a cut link.
+  void aRunThereIsFollowedAcrossACutLink() {
+    const QString out = "runs/" + kHostile;
+    const auto started = cli({"train", "--host", "gpu", "--config", recipe(config_, 60), "--out", out, "--threads", "1", "--json"});
+    QVERIFY2(started.exitCode == 0, started.err.constData());
+    const auto launch = QJsonDocument::fromJson(started.out).object();
+    QCOMPARE(launch["status"].toString(), QStringLiteral("started"));
+    const QString store = out + "/runs.sqlite";
+    QVERIFY2(QFileInfo::exists(host_->workDir() + "/" + store), "the run's store is not in its folder, under its hostile name");
+
+    Follow first;
+    first.start({"runs", "follow", "--host", "gpu", "--store", store});
+    QVERIFY2(first.waitUntil([&] { return first.count("step") >= 3; }, 30000), first.process.readAllStandardError().constData());
+    QVERIFY(host_->cutLink());
+    // ssh's keepalives give up on the dead link: the follow ends, saying so.
+    QVERIFY2(first.waitUntil([&] { return first.process.state() == QProcess::NotRunning; }, 30000),
+             "the follow did not notice the cut link within 30 s");
+    QVERIFY(first.process.exitCode() != 0);
+    const QString why = QString::fromUtf8(first.process.readAllStandardError());
+    QVERIFY2(why.contains("host 'gpu'"), qPrintable(why));
+    QVERIFY(host_->restoreLink());
+
+    Follow rest;
+    rest.start({"runs", "follow", "--host", "gpu", "--store", store, "--since", first.lines.last()["cursor"].toString()});
+    QVERIFY2(rest.waitUntil([&] { return rest.count("end") == 1; }, 120000), rest.process.readAllStandardError().constData());
+    QVERIFY(rest.process.waitForFinished(10000));
+    QCOMPARE(rest.process.exitCode(), 0);
+
+    QList<int> steps;
+    QString status;
+    for (const auto* follow : {&first, &rest})
+      for (const auto& line : follow->lines) {
+        if (line["type"] == "step") steps << line["step"].toInt();
+        if (line["type"] == "run") status = line["status"].toString();
+      }
+    QCOMPARE(status, QStringLiteral("finished"));
+    const expnet::RunStore there((host_->workDir() + "/" + store).toStdString(), expnet::RunStore::Open::read_only);
+    const auto runs = there.list_runs();
+    QCOMPARE(runs.size(), size_t(1));
+    QCOMPARE(QString::fromStdString(runs.front().name), QStringLiteral("remote; $(touch PWNED) 'q'"));
+    QList<int> expected;
+    for (const auto& step : there.steps(runs.front().id)) expected << static_cast<int>(step.step);
+    QCOMPARE(steps, expected);  // every row once, in order
+    QVERIFY2(pwnedFiles(host_->workDir()).isEmpty(), qPrintable(pwnedFiles(host_->workDir()).join(", ")));
+  }
+
+  // Last: the host's key changes; ssh refuses it and says so, and so do we.
+  void aChangedHostKeyIsRefused() {
+    QVERIFY(host_->replaceHostKey());
+    const auto check = cli({"hosts", "check", "gpu"});
+    QCOMPARE(check.exitCode, 1);
+    QVERIFY2(check.err.contains("host key is unknown or has changed") && check.err.contains("ssh-keygen -R"),
+             check.err.constData());
+  }
+
+  void cleanupTestCase() {
+    if (host_) host_->stop();
+  }
+};
+
+QTEST_MAIN(TestRemoteHost)
+#include "test_remote_host.moc"
