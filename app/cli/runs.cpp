@@ -1,5 +1,5 @@
 // expnet runs list | show RUN [--json] | table RUN... [--json] | export RUN --csv | --tensorboard DIR |
-// follow --store F [--run RUN] [--since CURSOR]: read
+// follow --store F [--run RUN] [--since CURSOR] | stop RUN [--host H]: read
 // the training run stores (expnet/train/run_store.h). Without --store, every
 // store this machine knows (expnet/train/run_registry.h: the default store and
 // each run folder's). Safe while a trainer writes.
@@ -225,6 +225,26 @@ void follow(const Options& o) {
   if (result.status != 0) throw std::runtime_error(explain_remote_failure(host, result, kFollowTimeout));
 }
 
+// Ctrl-C for a run trained elsewhere (a detached run on a host): its trainer
+// writes a checkpoint and ends "interrupted"; `train --resume` continues it.
+void stop(const Options& o) {
+  if (!o.host.empty()) {
+    if (o.store.empty()) throw std::runtime_error("runs stop --host needs --store (the run folder's runs.sqlite there)");
+    const Host host = resolve_host(o.host);
+    RemoteRequest request;
+    request.cwd = host.work_dir;
+    request.argv = {"runs", "stop", o.run, "--store", o.store};
+    const RemoteResult result = run_remote(host, request, 30);
+    if (result.status != 0) throw std::runtime_error(explain_remote_failure(host, result, 30));
+    std::cout << result.out << std::flush;
+    return;
+  }
+  const auto located = locate(o);
+  const long long pid = stop_run(located.store->path(), located.info.id);
+  std::cout << "stopping '" << terminal_safe(located.info.name) << "' (pid " << pid
+            << "): it writes a checkpoint, then ends as interrupted; expnet train --resume continues it\n";
+}
+
 // A `runs` subcommand reading the store that --store names (else every known store).
 std::pair<CLI::App*, Options*> add_runs_command(CLI::App* runs, const std::string& name, const std::string& description,
                                                 void (*run)(const Options&)) {
@@ -268,6 +288,11 @@ const bool registered = register_command({"runs", 60, [](CLI::App& root) {
     command->add_option("--poll-ms", o->poll_ms, "How often the store is read")->check(CLI::Range(50, 60000));
     command->add_option("--host", o->host, "The store is on this host (`expnet hosts`, or an ssh destination); "
                                            "a relative --store is in its work folder");
+  }
+  {
+    auto [command, o] = add_runs_command(runs, "stop", "Stop a running run as Ctrl-C does: a checkpoint, then interrupted", stop);
+    command->add_option("RUN", o->run, "Run name (or id with --store)")->required();
+    command->add_option("--host", o->host, "The run trains on this host (a relative --store is in its work folder)");
   }
 }});
 

@@ -3,8 +3,8 @@
 // build's binary. Through the CLI: hosts add/check, a run started there with
 // `train --host` under hostile names (nothing is ever run by a shell), followed
 // with `runs follow --host` across a cut link and continued from the last cursor
-// (the rows equal the host's store, none lost, none twice), and a changed host
-// key refused with ssh's own words. Needs root; CI requires it (EXPNET_REQUIRE_NETNS=1).
+// (the rows equal the host's store, none lost, none twice), stopped from here and
+// resumed there, and a changed host key refused with ssh's own words. Needs root; CI requires it (EXPNET_REQUIRE_NETNS=1).
 #include <QDirIterator>
 #include <QElapsedTimer>
 #include <QJsonDocument>
@@ -171,6 +171,48 @@ class TestRemoteHost : public QObject {
     QList<int> expected;
     for (const auto& step : there.steps(runs.front().id)) expected << static_cast<int>(step.step);
     QCOMPARE(steps, expected);  // every row once, in order
+    QVERIFY2(pwnedFiles(host_->workDir()).isEmpty(), qPrintable(pwnedFiles(host_->workDir()).join(", ")));
+  }
+
+  // Stop from here (Ctrl-C there: a checkpoint, "interrupted" within 10 s), then
+  // --resume there: it finishes, every step once.
+  void aRunThereIsStoppedAndResumed() {
+    const QString out = "runs/stop me; $(touch PWNED)";
+    const QString store = out + "/runs.sqlite";
+    const QString config = recipe(config_, 120);
+    const auto started = cli({"train", "--host", "gpu", "--config", config, "--out", out, "--threads", "1"});
+    QVERIFY2(started.exitCode == 0, started.err.constData());
+    Follow running;
+    running.start({"runs", "follow", "--host", "gpu", "--store", store});
+    QVERIFY2(running.waitUntil([&] { return running.count("step") >= 5; }, 30000), running.process.readAllStandardError().constData());
+    const QString name = QStringLiteral("remote; $(touch PWNED) 'q'");
+    const auto stopped = cli({"runs", "stop", name, "--host", "gpu", "--store", store});
+    QVERIFY2(stopped.exitCode == 0, stopped.err.constData());
+    QElapsedTimer clock;
+    clock.start();
+    QVERIFY2(running.waitUntil([&] { return running.count("end") == 1; }, 10000), "not ended within 10 s of the stop");
+    QString status;
+    for (const auto& line : running.lines)
+      if (line["type"] == "run") status = line["status"].toString();
+    QCOMPARE(status, QStringLiteral("interrupted"));
+    qInfo("interrupted %lld ms after the stop", static_cast<long long>(clock.elapsed()));
+    const auto again = cli({"runs", "stop", name, "--host", "gpu", "--store", store});
+    QCOMPARE(again.exitCode, 1);
+    QVERIFY2(again.err.contains("is not running"), again.err.constData());
+
+    const auto resumed = cli({"train", "--host", "gpu", "--config", config, "--out", out, "--resume", "--threads", "1"});
+    QVERIFY2(resumed.exitCode == 0, resumed.err.constData());
+    Follow rest;
+    rest.start({"runs", "follow", "--host", "gpu", "--store", store});
+    QVERIFY2(rest.waitUntil([&] { return rest.count("end") == 1; }, 120000), rest.process.readAllStandardError().constData());
+    for (const auto& line : rest.lines)
+      if (line["type"] == "run") status = line["status"].toString();
+    QCOMPARE(status, QStringLiteral("finished"));
+    const expnet::RunStore there((host_->workDir() + "/" + store).toStdString(), expnet::RunStore::Open::read_only);
+    QList<int> steps;
+    for (const auto& step : there.steps(there.list_runs().front().id)) steps << static_cast<int>(step.step);
+    QCOMPARE(steps.size(), 120 * 5);
+    for (int i = 0; i < steps.size(); ++i) QCOMPARE(steps[i], i + 1);
     QVERIFY2(pwnedFiles(host_->workDir()).isEmpty(), qPrintable(pwnedFiles(host_->workDir()).join(", ")));
   }
 

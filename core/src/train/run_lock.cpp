@@ -5,6 +5,7 @@
 #include "expnet/train/run_lock.h"
 
 #include <fcntl.h>
+#include <signal.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -204,6 +205,29 @@ bool run_is_live(const std::string& store_path, int64_t run) {
   const bool ok = ::fcntl(fd, F_OFD_GETLK, &lock) == 0;
   ::close(fd);
   return ok && lock.l_type != F_UNLCK;
+}
+
+long long stop_run(const std::string& store_path, int64_t run) {
+  const std::string what = "run " + std::to_string(run) + " of '" + store_path + "'";
+  if (!run_is_live(store_path, run)) throw std::runtime_error(what + " is not running (no trainer holds its lock)");
+  std::ifstream in(run_lock_path(store_path, run));
+  long long pid = 0;
+  std::string host;
+  if (!(in >> pid >> host) || pid <= 0)
+    throw std::runtime_error(what + ": its trainer has not written its pid yet; try again in a second");
+  if (host != host_name())
+    throw std::runtime_error(what + " is trained on " + host + " (pid " + std::to_string(pid) +
+                             "), not here: stop it there (expnet runs stop --host " + host + ")");
+  // The pid must still be an expnet: never signal a process that took a dead trainer's number.
+  std::error_code error;
+  const auto exe = std::filesystem::read_symlink("/proc/" + std::to_string(pid) + "/exe", error);
+  const auto self = std::filesystem::read_symlink("/proc/self/exe", error);
+  if (exe.empty() || (exe != self && exe.filename() != "expnet" && exe.filename() != "expnet-studio"))
+    throw std::runtime_error(what + ": pid " + std::to_string(pid) + " is not an expnet trainer (" + exe.string() +
+                             "); it was not signalled");
+  if (::kill(static_cast<pid_t>(pid), SIGINT) != 0)
+    throw std::runtime_error(what + ": cannot signal pid " + std::to_string(pid) + " (" + std::strerror(errno) + ")");
+  return pid;
 }
 
 std::string run_status(const RunInfo& run, bool live) {

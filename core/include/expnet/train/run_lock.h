@@ -54,6 +54,13 @@ void make_run_folder(const std::string& folder);
 // never takes it, so it cannot get in a starting trainer's way.
 bool run_is_live(const std::string& store_path, int64_t run);
 
+// Asks the run's trainer to stop as Ctrl-C does (SIGINT to the pid its lock
+// file names, on this machine): it writes a checkpoint, its status becomes
+// "interrupted", and `expnet train --resume` continues it. Returns the pid.
+// Throws naming the run when it is not running here, or its trainer cannot be
+// told (a pid of another host, a process that is not expnet).
+long long stop_run(const std::string& store_path, int64_t run);
+
 // What is true now: "running" when live; a stored "running" or "created" whose
 // lock is free is "interrupted"; otherwise the stored status.
 std::string run_status(const RunInfo& run, bool live);
