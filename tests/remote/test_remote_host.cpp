@@ -4,7 +4,8 @@
 // `train --host` under hostile names (nothing is ever run by a shell), followed
 // with `runs follow --host` across a cut link and continued from the last cursor
 // (the rows equal the host's store, none lost, none twice), stopped from here and
-// resumed there, and a changed host key refused with ssh's own words. Needs root; CI requires it (EXPNET_REQUIRE_NETNS=1).
+// resumed there, its checkpoint fetched home (resumable, SHA-256 checked) and
+// captioning as it does there, and a changed host key refused with ssh's own words. Needs root; CI requires it (EXPNET_REQUIRE_NETNS=1).
 #include <QDirIterator>
 #include <QElapsedTimer>
 #include <QJsonDocument>
@@ -90,6 +91,51 @@ class TestRemoteHost : public QObject {
   Q_OBJECT
   std::unique_ptr<expnet_test::TestHost> host_;
   QString config_;
+
+  // runs fetch: resumed from a partial copy, refused (and removed) when its
+  // SHA-256 differs, and the checkpoint brought home captions here as it does there.
+  void bringTheCheckpointHome(const QString& store, const QString& there) {
+    const QString name = QStringLiteral("remote; $(touch PWNED) 'q'");
+    const QString home = expnet_test::makeTempDir("remote_home") + "/final.pth";
+    QFile original(there);
+    QVERIFY(original.open(QIODevice::ReadOnly));
+    const QByteArray bytes = original.readAll();
+    const auto writePartial = [&](const QByteArray& content) {
+      QFile partial(home + ".partial");
+      QVERIFY(partial.open(QIODevice::WriteOnly));
+      partial.write(content);
+    };
+    writePartial(bytes.left(bytes.size() / 2));
+    const QStringList fetchArgs{"runs", "fetch", name, "--host", "gpu", "--store", store, "--to", home};
+    const auto resumed = cli(fetchArgs);
+    QVERIFY2(resumed.exitCode == 0, resumed.err.constData());
+    QVERIFY2(resumed.err.contains(QString("resuming at %1 of %2 bytes").arg(bytes.size() / 2).arg(bytes.size()).toUtf8()),
+             resumed.err.constData());
+    QFile copy(home);
+    QVERIFY(copy.open(QIODevice::ReadOnly));
+    QVERIFY(copy.readAll() == bytes);
+    copy.close();
+    QFile::remove(home);
+    writePartial(QByteArray(bytes.size() / 2, 'x'));  // not the file's first half
+    const auto damaged = cli(fetchArgs);
+    QCOMPARE(damaged.exitCode, 1);
+    QVERIFY2(damaged.err.contains("does not match its SHA-256 there"), damaged.err.constData());
+    QVERIFY(!QFileInfo::exists(home + ".partial") && !QFileInfo::exists(home));
+    QVERIFY2(cli(fetchArgs).exitCode == 0, "a second fetch after a damaged one");
+    // Captioned here with the copy, and there (over ssh) with the original: the same caption.
+    const QString image = QStringLiteral(EXPNET_TEST_DATA_DIR "/image/cmyk_32x8.jpg");
+    const auto here = cli({"caption", "--checkpoint", home, image});
+    QVERIFY2(here.exitCode == 0, here.err.constData());
+    const QString link = host_->workDir() + "/final-link.pth";  // a plain name for the remote shell
+    QVERIFY(QFile::link(there, link));
+    int status = -1;
+    QString err;
+    const QString remote = host_->runSsh({expnet_test::cliPath(), "caption", "--checkpoint", link, image}, &status, &err);
+    QVERIFY2(status == 0, qPrintable(err));
+    const auto captionOf = [](const QString& line) { return line.section('\t', 1).trimmed(); };
+    QVERIFY(!captionOf(QString::fromUtf8(here.out)).isEmpty());
+    QCOMPARE(captionOf(QString::fromUtf8(here.out)), captionOf(remote));
+  }
 
   expnet_test::ProcessResult cli(const QStringList& args, int timeoutMs = 60000) {
     return expnet_test::runProcess(expnet_test::cliPath(), args, timeoutMs);
@@ -214,6 +260,7 @@ class TestRemoteHost : public QObject {
     QCOMPARE(steps.size(), 120 * 5);
     for (int i = 0; i < steps.size(); ++i) QCOMPARE(steps[i], i + 1);
     QVERIFY2(pwnedFiles(host_->workDir()).isEmpty(), qPrintable(pwnedFiles(host_->workDir()).join(", ")));
+    bringTheCheckpointHome(store, host_->workDir() + "/" + out + "/final.pth");
   }
 
   // Last: the host's key changes; ssh refuses it and says so, and so do we.

@@ -134,6 +134,19 @@ void write_all(int fd, const std::string& bytes) {
 
 RemoteResult run_remote(const Host& host, const RemoteRequest& request, int timeout_s,
                         const std::function<void(const std::string& line)>& on_line) {
+  std::string out, pending;
+  RemoteResult result = run_remote_bytes(host, request, timeout_s, [&](const char* data, size_t size) {
+    out.append(data, size);
+    if (!on_line) return;
+    pending.append(data, size);
+    for (size_t end; (end = pending.find('\n')) != std::string::npos; pending.erase(0, end + 1)) on_line(pending.substr(0, end));
+  });
+  result.out = std::move(out);
+  return result;
+}
+
+RemoteResult run_remote_bytes(const Host& host, const RemoteRequest& request, int timeout_s,
+                              const std::function<void(const char* data, size_t size)>& on_bytes) {
   Pipe in, out, err;
   const pid_t pid = spawn_with_pipes(ssh_argv(host, std::min(timeout_s, 10)), in, out, err);
   struct sigaction ignore {}, previous {};
@@ -143,7 +156,6 @@ RemoteResult run_remote(const Host& host, const RemoteRequest& request, int time
   ::sigaction(SIGPIPE, &previous, nullptr);
   in.close_end(1);
   RemoteResult result;
-  std::string pending;
   const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(timeout_s);
   bool timed_out = false;
   while (out.fd[0] >= 0 || err.fd[0] >= 0) {
@@ -165,12 +177,10 @@ RemoteResult run_remote(const Host& host, const RemoteRequest& request, int time
         p.close_end(0);
         continue;
       }
-      (i == 0 ? result.out : result.err).append(buffer, static_cast<size_t>(n));
-      if (i == 0 && on_line) {
-        pending.append(buffer, static_cast<size_t>(n));
-        for (size_t end; (end = pending.find('\n')) != std::string::npos; pending.erase(0, end + 1))
-          on_line(pending.substr(0, end));
-      }
+      if (i == 0)
+        on_bytes(buffer, static_cast<size_t>(n));
+      else if (result.err.size() < (1u << 20))  // ssh's and the command's messages; never unbounded
+        result.err.append(buffer, static_cast<size_t>(n));
     }
   }
   int status = 0;

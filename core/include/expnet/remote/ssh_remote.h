@@ -47,6 +47,10 @@ struct RemoteResult {
 // `on_line`, when given, gets each line of its stdout as it comes.
 RemoteResult run_remote(const Host& host, const RemoteRequest& request, int timeout_s,
                         const std::function<void(const std::string& line)>& on_line = {});
+// The same with its stdout handed to `on_bytes` as it comes, never kept (a
+// checkpoint of a gigabyte); `result.out` stays empty.
+RemoteResult run_remote_bytes(const Host& host, const RemoteRequest& request, int timeout_s,
+                              const std::function<void(const char* data, size_t size)>& on_bytes);
 
 // One sentence for a failed run_remote: the host, what went wrong (host key
 // unknown or changed, unreachable, login refused, no expnet there, ...) and what
