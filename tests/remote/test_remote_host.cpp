@@ -187,6 +187,13 @@ class TestRemoteHost : public QObject {
     Follow first;
     first.start({"runs", "follow", "--host", "gpu", "--store", store});
     QVERIFY2(first.waitUntil([&] { return first.count("step") >= 3; }, 30000), first.process.readAllStandardError().constData());
+    // A mirror follows it too, across the same cut, reconnecting by itself.
+    const QString mirrorPath = config_ + "/mirror.sqlite";
+    QProcess mirror;
+    mirror.start(expnet_test::cliPath(), {"runs", "mirror", "--host", "gpu", "--store", store, "--mirror", mirrorPath});
+    QVERIFY(mirror.waitForStarted());
+    QElapsedTimer cut;
+    cut.start();
     QVERIFY(host_->cutLink());
     // ssh's keepalives give up on the dead link: the follow ends, saying so.
     QVERIFY2(first.waitUntil([&] { return first.process.state() == QProcess::NotRunning; }, 30000),
@@ -194,6 +201,8 @@ class TestRemoteHost : public QObject {
     QVERIFY(first.process.exitCode() != 0);
     const QString why = QString::fromUtf8(first.process.readAllStandardError());
     QVERIFY2(why.contains("host 'gpu'"), qPrintable(why));
+    qInfo("the follow noticed the cut after %lld ms", static_cast<long long>(cut.elapsed()));
+    while (cut.elapsed() < 20000) QTest::qWait(200);  // a 20 s cut
     QVERIFY(host_->restoreLink());
 
     Follow rest;
@@ -218,6 +227,21 @@ class TestRemoteHost : public QObject {
     for (const auto& step : there.steps(runs.front().id)) expected << static_cast<int>(step.step);
     QCOMPARE(steps, expected);  // every row once, in order
     QVERIFY2(pwnedFiles(host_->workDir()).isEmpty(), qPrintable(pwnedFiles(host_->workDir()).join(", ")));
+
+    QVERIFY2(mirror.waitForFinished(120000), "the mirror did not end within 120 s of the run");
+    const QString mirrorLog = QString::fromUtf8(mirror.readAllStandardError());
+    QVERIFY2(mirror.exitCode() == 0 && mirrorLog.contains("reconnecting to gpu"), qPrintable(mirrorLog));
+    const expnet::RunStore copy(mirrorPath.toStdString(), expnet::RunStore::Open::read_only);
+    QCOMPARE(copy.list_runs().size(), size_t(1));
+    QCOMPARE(copy.list_runs().front().status, std::string("finished"));
+    const auto hostSteps = there.steps(runs.front().id), mirrorSteps = copy.steps(runs.front().id);
+    QCOMPARE(mirrorSteps.size(), hostSteps.size());  // row for row
+    for (size_t i = 0; i < hostSteps.size(); ++i) {
+      QCOMPARE(mirrorSteps[i].step, hostSteps[i].step);
+      QCOMPARE(mirrorSteps[i].loss, hostSteps[i].loss);
+    }
+    QCOMPARE(copy.validations(runs.front().id).size(), there.validations(runs.front().id).size());
+    QCOMPARE(copy.samples(runs.front().id).size(), there.samples(runs.front().id).size());
   }
 
   // Stop from here (Ctrl-C there: a checkpoint, "interrupted" within 10 s), then

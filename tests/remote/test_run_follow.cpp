@@ -11,6 +11,7 @@
 #include <filesystem>
 #include <thread>
 
+#include "expnet/remote/run_mirror.h"
 #include "expnet/train/run_follow.h"
 #include "expnet/train/run_lock.h"
 #include "expnet/train/run_store.h"
@@ -106,6 +107,62 @@ class TestRunFollow : public QObject {
     FollowOptions one = options;
     one.run = "b; $(x) 'q'";
     QCOMPARE(rows_of(follow_all(one)).size(), size_t(12));
+  }
+
+  // A mirror fed half the lines, closed (a studio quit), reopened and fed from
+  // its own cursor equals the store table by table; it shows the host's status.
+  void aMirrorEqualsTheStoreAcrossARestart() {
+    const QString dir = expnet_test::makeTempDir("follow_mirror");
+    const std::string path = dir.toStdString() + "/runs.sqlite", copy = dir.toStdString() + "/mirror.sqlite";
+    {
+      RunStore store(path);
+      const int64_t a = store.create_run("a", "{\"k\": 1}", "/tmp/a");
+      store.add_stage(a, 0, "xe", "{}");
+      fill(store, a, 1, 40);
+      ValidationRecord v;
+      v.run = a;
+      v.epoch = 2;
+      v.cider_d = 0.25;
+      store.log_validation(v);
+      store.log_samples({{a, 0, 2, "i.jpg", "a red circle", "a red circle"}, {a, 0, 2, "j.jpg", "two", "two"}});
+      store.set_status(a, "failed", "disk full");
+    }
+    FollowOptions options;
+    options.store = path;
+    std::vector<std::string> lines;
+    follow_run_store(options, [&](const std::string& line) { lines.push_back(line); });
+    {
+      RunMirror mirror(copy, "gpu1", "runs/a/runs.sqlite");
+      mirror.apply(std::vector<std::string>(lines.begin(), lines.begin() + 20));
+    }
+    RunMirror mirror(copy, "gpu1", "runs/a/runs.sqlite");
+    FollowOptions rest = options;
+    rest.since = FollowCursor::parse(mirror.cursor());
+    std::vector<std::string> more;
+    follow_run_store(rest, [&](const std::string& line) { more.push_back(line); });
+    mirror.apply(more);
+    const RunStore original(path, RunStore::Open::read_only), mirrored(copy, RunStore::Open::read_only);
+    const auto run = original.list_runs().front();
+    const auto seen = mirrored.list_runs();
+    QCOMPARE(seen.size(), size_t(1));
+    QCOMPARE(seen.front().id, run.id);
+    QCOMPARE(seen.front().status, std::string("failed"));
+    QCOMPARE(seen.front().error, std::string("disk full"));
+    QCOMPARE(seen.front().config_json, run.config_json);
+    QCOMPARE(mirrored.steps(run.id).size(), original.steps(run.id).size());
+    for (size_t i = 0; i < original.steps(run.id).size(); ++i)
+      QCOMPARE(mirrored.steps(run.id)[i].loss, original.steps(run.id)[i].loss);
+    QCOMPARE(mirrored.validations(run.id).size(), size_t(1));
+    QCOMPARE(mirrored.samples(run.id).size(), size_t(2));
+    QCOMPARE(mirrored.stages(run.id).size(), size_t(1));
+    const auto origin = mirror_origin(copy);
+    QVERIFY(origin && origin->host == "gpu1" && origin->remote_store == "runs/a/runs.sqlite");
+    QVERIFY(!mirror_origin(path));
+    // Not a mirror of another host's store, nor of a local store with runs.
+    QVERIFY(expnet_test::errorOf([&] { RunMirror(copy, "gpu2", "runs/a/runs.sqlite"); }).contains("mirrors runs/a/runs.sqlite on gpu1"));
+    QVERIFY(expnet_test::errorOf([&] { RunMirror(path, "gpu1", "x"); }).contains("local run store"));
+    QVERIFY(expnet_test::errorOf([&] { mirror.apply({"{\"type\": \"hello\", \"version\": 7, \"expnet\": \"9.0\"}"}); })
+                .contains("speaks follow format 7, and this one reads format 1"));
   }
 
   void aLiveRunIsFollowedUntilItEnds() {
