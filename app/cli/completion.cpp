@@ -47,7 +47,8 @@ std::vector<CLI::Option*> visible_options(CLI::App* command) {
 
 std::vector<CLI::App*> named_subcommands(CLI::App* command) {
   return command->get_subcommands(
-      [](CLI::App* sub) { return !sub->get_name().empty() && !sub->get_disabled(); });
+      // group "": hidden from --help (a host's side, started by ssh), so not offered either
+      [](CLI::App* sub) { return !sub->get_name().empty() && !sub->get_disabled() && !sub->get_group().empty(); });
 }
 
 // Single-quoted for bash, so no name or choice can break the script.

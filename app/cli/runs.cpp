@@ -10,6 +10,7 @@
 
 #include "command.h"
 #include "expnet/remote/hosts.h"
+#include "expnet/remote/run_mirror.h"
 #include "expnet/remote/ssh_remote.h"
 #include "expnet/text/terminal_text.h"
 #include "expnet/train/run_csv.h"
@@ -73,10 +74,15 @@ LocatedRun locate(const Options& o) {
   return std::move(found.front());
 }
 
+// True now: a local run's from its trainer's lock; a mirror's as the host said (no lock of it is here).
+std::string status_now(const RunInfo& r, const std::string& store) {
+  if (mirror_origin(store)) return r.status;
+  return run_status(r, run_is_live(store, r.id));
+}
+
 nlohmann::json run_json(const RunInfo& r, const std::string& store) {
-  const bool live = run_is_live(store, r.id);
   // clang-format off
-  nlohmann::json j = {{"id", r.id}, {"name", r.name}, {"status", run_status(r, live)}, {"stored_status", r.status},
+  nlohmann::json j = {{"id", r.id}, {"name", r.name}, {"status", status_now(r, store)}, {"stored_status", r.status},
                       {"store", store}, {"out_dir", r.out_dir}, {"created_at", r.created_at},
                       {"updated_at", r.updated_at}, {"steps", r.steps}, {"last_step", r.last_step},
                       {"images_per_s", r.images_per_s}, {"wall_s", r.wall_s}, {"tags", r.tags}, {"notes", r.notes}};
@@ -104,7 +110,7 @@ void list(const Options& o) {
       }
       // A name is the user's text: a newline or an escape in it must not forge a row or drive the terminal.
       std::cout << std::left << std::setw(5) << r.id << std::setw(24) << terminal_safe(r.name) << std::setw(12)
-                << run_status(r, run_is_live(path, r.id)) << std::setw(10) << r.last_step
+                << status_now(r, path) << std::setw(10) << r.last_step
                 << (r.best_cider ? std::to_string(*r.best_cider) : std::string("-")) << "  " << r.updated_at << "  "
                 << terminal_safe(path) << "\n";
     }
@@ -117,7 +123,7 @@ void show(const Options& o) {
   const RunInfo& r = located.info;
   const auto validations = store.validations(r.id);
   const auto steps = store.steps(r.id);
-  const std::string status = run_status(r, run_is_live(store.path(), r.id));
+  const std::string status = status_now(r, store.path());
   if (o.json) {
     auto j = run_json(r, store.path());
     j["config"] = nlohmann::json::parse(r.config_json, nullptr, false);

@@ -61,11 +61,13 @@ class TestCompletion : public QObject {
 
   void completesSubcommands() {
     QCOMPARE(completions({"expnet", "ca"}), QStringList{"caption"});
-    QCOMPARE(completions({"expnet", "runs", ""}), sorted({"list", "show", "table", "export"}));
+    QCOMPARE(completions({"expnet", "runs", ""}), sorted({"list", "show", "table", "export", "follow", "stop", "fetch", "mirror"}));
     QCOMPARE(completions({"expnet", "dataset", ""}), sorted({"stats", "vocab", "make-shapes", "index", "query"}));
     const QStringList top = completions({"expnet", ""});
-    for (const char* command : {"caption", "runs", "dataset", "checkpoint", "bench", "completion"})
+    for (const char* command : {"caption", "runs", "dataset", "checkpoint", "bench", "completion", "hosts"})
       QVERIFY2(top.contains(QLatin1String(command)), command);
+    for (const char* hidden : {"remote", "transfer"})  // a host's side, started by ssh: not offered
+      QVERIFY2(!top.contains(QLatin1String(hidden)), hidden);
   }
 
   void completesOptionsOfTheSubcommand() {
@@ -78,7 +80,7 @@ class TestCompletion : public QObject {
 
   void optionValuesAreSteppedOver() {
     // "runs" here is --device's value, not the runs subcommand.
-    QCOMPARE(completions({"expnet", "--device", "cpu", "runs", ""}), sorted({"list", "show", "table", "export"}));
+    QCOMPARE(completions({"expnet", "--device", "cpu", "runs", ""}), sorted({"list", "show", "table", "export", "follow", "stop", "fetch", "mirror"}));
     QCOMPARE(completions({"expnet", "caption", "--model", "runs", "--json", "--dec"}), QStringList{"--decoder"});
   }
 

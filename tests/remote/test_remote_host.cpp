@@ -46,6 +46,10 @@ QString recipe(const QString& dir, int epochs) {
 // Lines of a running `expnet runs follow --host` as they come.
 struct Follow {
   QProcess process;
+  ~Follow() {
+    if (process.state() != QProcess::NotRunning && !process.waitForFinished(5000)) process.kill();
+    process.waitForFinished(1000);
+  }
   QList<QJsonObject> lines;
   QByteArray pending;
   void start(const QStringList& args) {
@@ -148,7 +152,7 @@ class TestRemoteHost : public QObject {
     QString error;
     QVERIFY2(host_->start("gpu-test", &error), qPrintable(error));
     config_ = expnet_test::makeTempDir("remote_config");
-    qputenv("XDG_CONFIG_HOME", config_.toUtf8());
+    qputenv("EXPNET_HOME", (config_ + "/home").toUtf8());  // hosts.json, the run registry: the test's own
     const auto added = cli({"hosts", "add", "gpu", "--destination", host_->alias(), "--program", expnet_test::cliPath(),
                             "--work-dir", host_->workDir(), "--ssh-option=-F", "--ssh-option=" + host_->sshConfig()});
     QVERIFY2(added.exitCode == 0, added.err.constData());
@@ -242,6 +246,20 @@ class TestRemoteHost : public QObject {
     }
     QCOMPARE(copy.validations(runs.front().id).size(), there.validations(runs.front().id).size());
     QCOMPARE(copy.samples(runs.front().id).size(), there.samples(runs.front().id).size());
+
+    // The studio lists the mirrored run with its host (the README's picture when
+    // EXPNET_SCREENSHOT_DIR names a folder).
+    const QString folder = qEnvironmentVariableIsEmpty("EXPNET_SCREENSHOT_DIR") ? config_ : qEnvironmentVariable("EXPNET_SCREENSHOT_DIR");
+    const QString png = folder + "/runs-remote.png";
+    const auto shot = expnet_test::runProcess(expnet_test::studioPath(), {"--screenshot", png, "--page", "runs", "--store", mirrorPath,
+                                                                         "--select", QString::fromStdString(runs.front().name)});
+    QVERIFY2(shot.exitCode == 0 && QFileInfo(png).size() > 0, shot.err.constData());
+    QFile json(png + ".json");
+    QVERIFY(json.open(QIODevice::ReadOnly));
+    const auto listed = QJsonDocument::fromJson(json.readAll()).object()["content"].toObject()["rows"].toArray();
+    QCOMPARE(listed.size(), 1);  // the mirror's run, nothing of this machine's own registry
+    QCOMPARE(listed[0].toObject()["host"].toString(), QStringLiteral("gpu"));
+    QCOMPARE(listed[0].toObject()["status"].toString(), QStringLiteral("finished"));
   }
 
   // Stop from here (Ctrl-C there: a checkpoint, "interrupted" within 10 s), then
@@ -271,7 +289,9 @@ class TestRemoteHost : public QObject {
     QVERIFY2(again.err.contains("is not running"), again.err.constData());
 
     const auto resumed = cli({"train", "--host", "gpu", "--config", config, "--out", out, "--resume", "--threads", "1"});
-    QVERIFY2(resumed.exitCode == 0, resumed.err.constData());
+    QFile log(host_->workDir() + "/" + out + "/train.log");
+    log.open(QIODevice::ReadOnly);
+    QVERIFY2(resumed.exitCode == 0, qPrintable(QString::fromUtf8(resumed.err) + "\nlog:\n" + QString::fromUtf8(log.readAll())));
     Follow rest;
     rest.start({"runs", "follow", "--host", "gpu", "--store", store});
     QVERIFY2(rest.waitUntil([&] { return rest.count("end") == 1; }, 120000), rest.process.readAllStandardError().constData());

@@ -312,15 +312,18 @@ bool TestHost::makeClientFiles(QString* error) {
 
 bool TestHost::writeSshdConfig(QString* error) {
   // No Include of /etc/ssh/sshd_config.d: nothing of the system's set-up applies.
+  // EXPNET_HOME: the host's expnet keeps its data (run registry, caches) in the
+  // host's folder, never in the tester's own.
   // internal-sftp: scp uses the SFTP protocol since OpenSSH 9.0.
   const QString config = QStringLiteral(
                              "ListenAddress %1:22\nAddressFamily inet\nHostKey \"%2\"\nPidFile \"%3\"\n"
                              "AuthorizedKeysFile \"%4\"\nPermitRootLogin prohibit-password\nPubkeyAuthentication yes\n"
                              "PasswordAuthentication no\nKbdInteractiveAuthentication no\nUsePAM no\nStrictModes no\n"
                              "UseDNS no\nPrintMotd no\nPrintLastLog no\nX11Forwarding no\nLogLevel VERBOSE\n"
-                             "SetEnv PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin\n"
+                             "SetEnv PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin EXPNET_HOME=%5\n"
                              "Subsystem sftp internal-sftp\n")
-                             .arg(address_, file("ssh_host_ed25519_key"), file("sshd.pid"), file("authorized_keys"));
+                             .arg(address_, file("ssh_host_ed25519_key"), file("sshd.pid"), file("authorized_keys"),
+                                  workDir() + QStringLiteral("/expnet-home"));
   return writeText(file("sshd_config"), config, error);
 }
 

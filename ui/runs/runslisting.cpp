@@ -10,6 +10,7 @@
 #include <exception>
 #include <map>
 
+#include "expnet/remote/run_mirror.h"
 #include "expnet/train/run_lock.h"
 #include "expnet/train/run_registry.h"
 
@@ -57,11 +58,14 @@ RunsListing loadRunsListing(const QStringList& extraStores) {
     listing.stores << canonical;
     try {
       const auto store = expnet::RunStore(canonical.toStdString(), expnet::RunStore::Open::existing);
+      // A mirror's status is the host's, true when it was mirrored: no lock of its trainer is here.
+      const auto mirror = expnet::mirror_origin(canonical.toStdString());
       for (auto& info : store.list_runs()) {
         RunRow row;
         row.storePath = canonical;
-        row.live = expnet::run_is_live(canonical.toStdString(), info.id);
-        row.status = QString::fromStdString(expnet::run_status(info, row.live));
+        if (mirror) row.host = QString::fromStdString(mirror->host);
+        row.live = mirror ? info.status == "running" : expnet::run_is_live(canonical.toStdString(), info.id);
+        row.status = mirror ? QString::fromStdString(info.status) : QString::fromStdString(expnet::run_status(info, row.live));
         const QJsonObject config = QJsonDocument::fromJson(QByteArray::fromStdString(info.config_json)).object();
         row.recipe = describeRecipe(config);
         row.modelSize = describeModelSize(config);

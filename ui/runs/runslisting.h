@@ -27,6 +27,7 @@ using SharedRunRows = std::shared_ptr<const RunRows>;
 
 struct RunRow {
   QString storePath;  // absolute
+  QString host;       // "" for this computer; the host of a mirror store (expnet/remote/run_mirror.h)
   expnet::RunInfo info;
   QString status;     // run_status(): running, finished, failed, interrupted, created
   bool live = false;

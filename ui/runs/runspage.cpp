@@ -404,6 +404,7 @@ QJsonObject RunsPage::describe() const {
     rows.append(QJsonObject{
         {QStringLiteral("name"), QString::fromStdString(info.name)},
         {QStringLiteral("status"), row->status},
+        {QStringLiteral("host"), row->host.isEmpty() ? QStringLiteral("this computer") : row->host},
         {QStringLiteral("recipe"), row->recipe},
         {QStringLiteral("model"), row->modelSize},
         {QStringLiteral("best_cider_d"), info.best_cider ? QJsonValue(*info.best_cider) : QJsonValue()},

@@ -8,7 +8,7 @@
 #include "common/theme.h"
 
 RunsTableModel::RunsTableModel(QObject* parent)
-    : RowTableModel<RunRow>({QStringLiteral("Name"), QStringLiteral("Status"), QStringLiteral("Recipe"),
+    : RowTableModel<RunRow>({QStringLiteral("Name"), QStringLiteral("Status"), QStringLiteral("Host"), QStringLiteral("Recipe"),
                              QStringLiteral("Model"), QStringLiteral("Best CIDEr-D"), QStringLiteral("Best at"),
                              QStringLiteral("Steps"), QStringLiteral("Images/s"), QStringLiteral("Wall time"),
                              QStringLiteral("Started"), QStringLiteral("Tags"), QStringLiteral("Notes"),
@@ -51,6 +51,7 @@ QVariant RunsTableModel::data(const QModelIndex& index, int role) const {
     switch (column) {
       case Name: return QString::fromStdString(info.name);
       case Status: return r->status;
+      case Host: return r->host.isEmpty() ? QStringLiteral("this computer") : r->host;
       case Recipe: return r->recipe;
       case Model: return r->modelSize;
       case BestCider:
@@ -82,8 +83,10 @@ QVariant RunsTableModel::data(const QModelIndex& index, int role) const {
   }
   if (role == Qt::ToolTipRole) {
     if (column == Status && !info.error.empty()) return QString::fromStdString(info.error);
-    if (column == Folder || column == Name)
-      return QStringLiteral("%1\nstore: %2").arg(QString::fromStdString(info.out_dir), r->storePath);
+    if (column == Folder || column == Name || column == Host)
+      return r->host.isEmpty() ? QStringLiteral("%1\nstore: %2").arg(QString::fromStdString(info.out_dir), r->storePath)
+                               : QStringLiteral("%1 on %2\nmirrored by expnet runs mirror into %3")
+                                     .arg(QString::fromStdString(info.out_dir), r->host, r->storePath);
     if (column == Notes) return QString::fromStdString(info.notes);
   }
   if (role == Qt::TextAlignmentRole && (column == BestCider || column == Steps || column == ImagesPerS))

@@ -12,7 +12,7 @@
 class RunsTableModel : public RowTableModel<RunRow> {
   Q_OBJECT
  public:
-  enum Column { Name, Status, Recipe, Model, BestCider, BestAt, Steps, ImagesPerS, WallTime, Started, Tags, Notes, Folder, ColumnCount };
+  enum Column { Name, Status, Host, Recipe, Model, BestCider, BestAt, Steps, ImagesPerS, WallTime, Started, Tags, Notes, Folder, ColumnCount };
   static constexpr int SortRole = Qt::UserRole + 1;  // numbers sort as numbers
   static constexpr int KeyRole = Qt::UserRole + 2;
 
