@@ -29,25 +29,16 @@ PACKAGES=(
   librsvg2-bin dpkg-dev lintian appstream desktop-file-utils
 )
 
-missing=()
-for pkg in "${PACKAGES[@]}"; do
-  status=$(dpkg-query -W -f='${Status}' "$pkg" 2>/dev/null || true)
-  if [[ "$status" != "install ok installed" ]]; then
-    missing+=("$pkg")
-  fi
-done
+source "$(dirname "${BASH_SOURCE[0]}")/apt-common.sh"
+find_missing "${PACKAGES[@]}"
+missing=("${MISSING[@]}")
 
 if [[ ${#missing[@]} -eq 0 ]]; then
   echo "[install-deps] all ${#PACKAGES[@]} required packages are already installed."
   exit 0
 fi
 
-if [[ $(id -u) -eq 0 ]]; then
-  SUDO=()
-elif command -v sudo >/dev/null 2>&1; then
-  SUDO=(sudo)
-  echo "[install-deps] not root: using sudo for apt-get."
-else
+if ! find_sudo install-deps; then
   echo "[install-deps] error: ${#missing[@]} packages are missing (${missing[*]})" >&2
   echo "[install-deps] and this user is not root and has no sudo. Run this script as root." >&2
   exit 1

@@ -15,33 +15,23 @@ set -euo pipefail
 PACKAGES=(openssh-server openssh-client iproute2)
 POLICY=/usr/sbin/policy-rc.d
 
-installed() {
-  [[ "$(dpkg-query -W -f='${Status}' "$1" 2>/dev/null || true)" == "install ok installed" ]]
-}
-
-missing=()
-for pkg in "${PACKAGES[@]}"; do
-  installed "$pkg" || missing+=("$pkg")
-done
+source "$(dirname "${BASH_SOURCE[0]}")/apt-common.sh"
+find_missing "${PACKAGES[@]}"
+missing=("${MISSING[@]}")
 
 if [[ ${#missing[@]} -eq 0 ]]; then
   echo "[install-test-hosts] all ${#PACKAGES[@]} required packages are already installed."
   exit 0
 fi
 
-if [[ $(id -u) -eq 0 ]]; then
-  SUDO=()
-elif command -v sudo >/dev/null 2>&1; then
-  SUDO=(sudo)
-  echo "[install-test-hosts] not root: using sudo for apt-get."
-else
+if ! find_sudo install-test-hosts; then
   echo "[install-test-hosts] skipping: ${missing[*]} missing, and this user is not root and has no sudo."
   echo "[install-test-hosts] The tests that need test hosts will skip (they need root anyway)."
   exit 0
 fi
 
 new_server=false
-installed openssh-server || new_server=true
+is_installed openssh-server || new_server=true
 
 # Keeps the package scripts from starting sshd (invoke-rc.d and deb-systemd-invoke
 # ask policy-rc.d; 101 means "not allowed"). Only ours is removed afterwards.

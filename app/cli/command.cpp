@@ -56,4 +56,9 @@ std::shared_ptr<RuntimeOptions> add_runtime_options(CLI::App* command) {
 void set_exit_code(int code) { g_exit_code = std::max(g_exit_code, code); }
 int exit_code() { return g_exit_code; }
 
+void add_host_store_options(CLI::App* command, std::string* host, std::string* store) {
+  command->add_option("--host", *host, "The host (`expnet hosts`, or an ssh destination)")->required();
+  command->add_option("--store", *store, "Its run store there (relative: in the host's work folder)")->required();
+}
+
 }  // namespace expnet::cli

@@ -37,6 +37,10 @@ CLI::App* dataset_group(CLI::App& root);
 // (expnet/system/system.h) with the result at the start of the command's callback.
 std::shared_ptr<RuntimeOptions> add_runtime_options(CLI::App* command);
 
+// --host and --store of a run store on a remote host (docs/remote.md), both
+// required: `runs fetch` and `runs mirror`.
+void add_host_store_options(CLI::App* command, std::string* host, std::string* store);
+
 // The subcommand `name` of `parent` with --threads and --device and an Args for
 // the options the caller adds; when it runs, it applies the runtime options and
 // calls run(runtime, args) or run(args). Returns the subcommand and its Args.

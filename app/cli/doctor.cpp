@@ -40,24 +40,13 @@ void run(const DoctorArgs& args) {
   if (json) {
     nlohmann::json gpus = nlohmann::json::array();
     for (const auto& gpu : report.gpus) gpus.push_back({{"name", gpu.name}, {"memory_bytes", gpu.memory_bytes}});
-    nlohmann::json out = {{"version", EXPNET_VERSION},
-                          {"gpus", std::move(gpus)},
-                          {"gflops", report.gflops},
-                          {"matmul_ms", report.matmul_ms},
-                          {"threads", report.threads},
-                          {"blas_threads", report.blas_threads},
-                          {"blas_library", report.blas_library},
-                          {"cuda", report.cuda},
-                          {"bf16", bf16},
-                          {"bf16_reason", bf16_why},
-                          {"precision_auto", precision_auto},
-                          {"int8", int8},
-                          {"int8_reason", int8_why},
-                          {"devices", report.devices},
-                          {"warnings", report.warnings},
-                          {"data_dir", data_dir()},
-                          {"cache_dir", cache_dir()},
-                          {"config_dir", config_dir()}};
+    nlohmann::json out = {{"version", EXPNET_VERSION}, {"gpus", std::move(gpus)}, {"gflops", report.gflops},
+                          {"matmul_ms", report.matmul_ms}, {"threads", report.threads},
+                          {"blas_threads", report.blas_threads}, {"blas_library", report.blas_library},
+                          {"cuda", report.cuda}, {"bf16", bf16}, {"bf16_reason", bf16_why},
+                          {"precision_auto", precision_auto}, {"int8", int8}, {"int8_reason", int8_why},
+                          {"devices", report.devices}, {"warnings", report.warnings}, {"data_dir", data_dir()},
+                          {"cache_dir", cache_dir()}, {"config_dir", config_dir()}};
     if (!args.folder.empty()) {
       out["folder"] = args.folder;
       out["free_bytes"] = free >= 0 ? nlohmann::json(free) : nlohmann::json(nullptr);

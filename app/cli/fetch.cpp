@@ -117,8 +117,7 @@ const bool registered = register_command({"fetch", 61, [](CLI::App& root) {
   {
     auto [command, a] = add_command<FetchArgs>(runs, "fetch", "Copy a run's checkpoint from a host, resumable, checked by SHA-256", fetch);
     command->add_option("RUN", a->run, "Run name (or id)")->required();
-    command->add_option("--host", a->host, "The host it trained on (`expnet hosts`, or an ssh destination)")->required();
-    command->add_option("--store", a->store, "Its run store there (relative: in the host's work folder)")->required();
+    add_host_store_options(command, &a->host, &a->store);
     command->add_option("--checkpoint", a->checkpoint, "final (default) or best");
     command->add_option("--to", a->to, "Where to put it here (default: <run name>-<checkpoint>.pth)");
   }

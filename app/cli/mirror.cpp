@@ -63,8 +63,7 @@ const bool registered = register_command({"mirror", 62, [](CLI::App& root) {
   auto* runs = command_group(root, "runs", "Inspect training runs (the run stores)");
   auto [command, a] = add_command<MirrorArgs>(
       runs, "mirror", "Follow a host's run store into a local mirror the studio shows, reconnecting when the link drops", mirror);
-  command->add_option("--host", a->host, "The host (`expnet hosts`, or an ssh destination)")->required();
-  command->add_option("--store", a->store, "Its run store there (relative: in the host's work folder)")->required();
+  add_host_store_options(command, &a->host, &a->store);
   command->add_option("--run", a->run, "Only this run (name or id)");
   command->add_option("--mirror", a->mirror, "The mirror file (default: <data dir>/remote/<host>/<digest>.sqlite)");
   command->add_option("--give-up-after", a->give_up_s, "Seconds of failed reconnecting before giving up (default: never)");

@@ -53,6 +53,14 @@ void fill(RunStore& store, int64_t run, int64_t from_step, int64_t to_step) {
   store.log_steps(steps);
 }
 
+void validate(RunStore& store, int64_t run, int64_t epoch, double cider_d) {
+  ValidationRecord v;
+  v.run = run;
+  v.epoch = epoch;
+  v.cider_d = cider_d;
+  store.log_validation(v);
+}
+
 }  // namespace
 
 class TestRunFollow : public QObject {
@@ -66,11 +74,7 @@ class TestRunFollow : public QObject {
       store.add_stage(a, 0, "xe", "{}");
       fill(store, a, 1, 30);
       fill(store, b, 1, 12);
-      ValidationRecord v;
-      v.run = a;
-      v.epoch = 1;
-      v.cider_d = 0.5;
-      store.log_validation(v);
+      validate(store, a, 1, 0.5);
       store.log_samples({{a, 0, 1, "img.jpg", "a red circle", "a red circle"}});
       store.set_status(a, "finished");
       store.set_status(b, "failed", "out of memory");
@@ -119,11 +123,7 @@ class TestRunFollow : public QObject {
       const int64_t a = store.create_run("a", "{\"k\": 1}", "/tmp/a");
       store.add_stage(a, 0, "xe", "{}");
       fill(store, a, 1, 40);
-      ValidationRecord v;
-      v.run = a;
-      v.epoch = 2;
-      v.cider_d = 0.25;
-      store.log_validation(v);
+      validate(store, a, 2, 0.25);
       store.log_samples({{a, 0, 2, "i.jpg", "a red circle", "a red circle"}, {a, 0, 2, "j.jpg", "two", "two"}});
       store.set_status(a, "failed", "disk full");
     }

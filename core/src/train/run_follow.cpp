@@ -5,6 +5,7 @@
 #include <nlohmann/json.hpp>
 
 #include <chrono>
+#include <functional>
 #include <map>
 #include <set>
 #include <stdexcept>
@@ -177,54 +178,48 @@ class Follower {
     }
   }
 
-  bool read_steps(sqlite3* db) {
-    sqlite::Statement s(db, label_,
-                        "SELECT rowid, run, stage, epoch, step, loss, lr, grad_norm, images_per_s, skipped, wall_s "
-                        "FROM steps WHERE rowid > ? ORDER BY rowid LIMIT ?");
-    s.bind(1, cursor_.steps).bind(2, int64_t{kBatchRows});
+  // The rows of an append-only table after `position` (its last rowid sent), a
+  // slice at most; column 0 is the rowid, column 1 the run. True when the slice was full.
+  bool read_appended(sqlite3* db, const std::string& columns, const char* table, int64_t& position,
+                     const std::function<json(const sqlite::Statement&)>& line) {
+    sqlite::Statement s(db, label_, "SELECT rowid, " + columns + " FROM " + table + " WHERE rowid > ? ORDER BY rowid LIMIT ?");
+    s.bind(1, position).bind(2, int64_t{kBatchRows});
     int rows = 0;
-    while (s.step()) {
-      ++rows;
-      cursor_.steps = s.integer(0);
-      if (!followed(s.integer(1))) continue;
-      send({{"type", "step"}, {"run", s.integer(1)}, {"stage", s.integer(2)}, {"epoch", s.integer(3)},
-            {"step", s.integer(4)}, {"loss", nullable(s, 5)}, {"lr", nullable(s, 6)}, {"grad_norm", nullable(s, 7)},
-            {"images_per_s", nullable(s, 8)}, {"skipped", s.integer(9)}, {"wall_s", nullable(s, 10)}});
+    for (; s.step(); ++rows) {
+      position = s.integer(0);
+      if (followed(s.integer(1))) send(line(s));
     }
     return rows == kBatchRows;
+  }
+
+  bool read_steps(sqlite3* db) {
+    return read_appended(db, "run, stage, epoch, step, loss, lr, grad_norm, images_per_s, skipped, wall_s", "steps",
+                         cursor_.steps, [](const sqlite::Statement& s) {
+                           return json{{"type", "step"}, {"run", s.integer(1)}, {"stage", s.integer(2)},
+                                       {"epoch", s.integer(3)}, {"step", s.integer(4)}, {"loss", nullable(s, 5)},
+                                       {"lr", nullable(s, 6)}, {"grad_norm", nullable(s, 7)},
+                                       {"images_per_s", nullable(s, 8)}, {"skipped", s.integer(9)},
+                                       {"wall_s", nullable(s, 10)}};
+                         });
   }
 
   bool read_validation(sqlite3* db) {
-    sqlite::Statement s(db, label_,
-                        "SELECT rowid, run, stage, epoch, step, bleu1, bleu2, bleu3, bleu4, rouge_l, cider_d "
-                        "FROM validation WHERE rowid > ? ORDER BY rowid LIMIT ?");
-    s.bind(1, cursor_.validation).bind(2, int64_t{kBatchRows});
-    int rows = 0;
-    while (s.step()) {
-      ++rows;
-      cursor_.validation = s.integer(0);
-      if (!followed(s.integer(1))) continue;
-      send({{"type", "validation"}, {"run", s.integer(1)}, {"stage", s.integer(2)}, {"epoch", s.integer(3)},
-            {"step", s.integer(4)}, {"bleu1", nullable(s, 5)}, {"bleu2", nullable(s, 6)}, {"bleu3", nullable(s, 7)},
-            {"bleu4", nullable(s, 8)}, {"rouge_l", nullable(s, 9)}, {"cider_d", nullable(s, 10)}});
-    }
-    return rows == kBatchRows;
+    return read_appended(db, "run, stage, epoch, step, bleu1, bleu2, bleu3, bleu4, rouge_l, cider_d", "validation",
+                         cursor_.validation, [](const sqlite::Statement& s) {
+                           return json{{"type", "validation"}, {"run", s.integer(1)}, {"stage", s.integer(2)},
+                                       {"epoch", s.integer(3)}, {"step", s.integer(4)}, {"bleu1", nullable(s, 5)},
+                                       {"bleu2", nullable(s, 6)}, {"bleu3", nullable(s, 7)}, {"bleu4", nullable(s, 8)},
+                                       {"rouge_l", nullable(s, 9)}, {"cider_d", nullable(s, 10)}};
+                         });
   }
 
   bool read_samples(sqlite3* db) {
-    sqlite::Statement s(db, label_,
-                        "SELECT rowid, run, stage, epoch, image, caption, reference FROM samples "
-                        "WHERE rowid > ? ORDER BY rowid LIMIT ?");
-    s.bind(1, cursor_.samples).bind(2, int64_t{kBatchRows});
-    int rows = 0;
-    while (s.step()) {
-      ++rows;
-      cursor_.samples = s.integer(0);
-      if (!followed(s.integer(1))) continue;
-      send({{"type", "sample"}, {"run", s.integer(1)}, {"stage", s.integer(2)}, {"epoch", s.integer(3)},
-            {"image", s.text(4)}, {"caption", s.text(5)}, {"reference", s.text(6)}});
-    }
-    return rows == kBatchRows;
+    return read_appended(db, "run, stage, epoch, image, caption, reference", "samples", cursor_.samples,
+                         [](const sqlite::Statement& s) {
+                           return json{{"type", "sample"}, {"run", s.integer(1)}, {"stage", s.integer(2)},
+                                       {"epoch", s.integer(3)}, {"image", s.text(4)}, {"caption", s.text(5)},
+                                       {"reference", s.text(6)}};
+                         });
   }
 
   const FollowOptions& options_;
