@@ -267,7 +267,7 @@ class TestRemoteHost : public QObject {
   void aRunThereIsStoppedAndResumed() {
     const QString out = "runs/stop me; $(touch PWNED)";
     const QString store = out + "/runs.sqlite";
-    const QString config = recipe(config_, 120);
+    const QString config = recipe(config_, 200);
     const auto started = cli({"train", "--host", "gpu", "--config", config, "--out", out, "--threads", "1"});
     QVERIFY2(started.exitCode == 0, started.err.constData());
     Follow running;
@@ -301,7 +301,7 @@ class TestRemoteHost : public QObject {
     const expnet::RunStore there((host_->workDir() + "/" + store).toStdString(), expnet::RunStore::Open::read_only);
     QList<int> steps;
     for (const auto& step : there.steps(there.list_runs().front().id)) steps << static_cast<int>(step.step);
-    QCOMPARE(steps.size(), 120 * 5);
+    QCOMPARE(steps.size(), 200 * 5);
     for (int i = 0; i < steps.size(); ++i) QCOMPARE(steps[i], i + 1);
     QVERIFY2(pwnedFiles(host_->workDir()).isEmpty(), qPrintable(pwnedFiles(host_->workDir()).join(", ")));
     bringTheCheckpointHome(store, host_->workDir() + "/" + out + "/final.pth");

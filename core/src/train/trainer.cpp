@@ -49,6 +49,17 @@ namespace {
 std::atomic<int> g_stop_signal{0};
 extern "C" void on_stop_signal(int sig) { g_stop_signal = sig; }
 
+// SIGINT and SIGTERM set g_stop_signal while it lives; the previous handlers come back after.
+struct StopSignals {
+  StopSignals() : old_int(std::signal(SIGINT, on_stop_signal)), old_term(std::signal(SIGTERM, on_stop_signal)) {}
+  ~StopSignals() {
+    std::signal(SIGINT, old_int);
+    std::signal(SIGTERM, old_term);
+  }
+  void (*old_int)(int);
+  void (*old_term)(int);
+};
+
 // A running stage: its loader, schedule, trained parameters and step options.
 struct StageRun {
   const StageConfig& stage;
@@ -536,6 +547,9 @@ TrainOutcome Trainer::train() {
   if (group_ && rank0()) group_->set_flag("data");
   if (pnaic_) use_distillation_targets(data_, *pnaic_, config_, options_.out_dir, group_.get(), options_.progress);
   build_model();
+  // Ctrl-C and `expnet runs stop` are handled from open_run (the lock: the run is live) until
+  // finish() lets the lock go, so a stop in between never kills the trainer half-way.
+  const StopSignals stop_signals;
   open_run();
   if (group_) {
     sync_parameters();
@@ -543,8 +557,6 @@ TrainOutcome Trainer::train() {
   }
   if (store_) store_->set_status(run_id_, "running");
   wall_start_ = std::chrono::steady_clock::now();
-  auto old_int = std::signal(SIGINT, on_stop_signal);
-  auto old_term = std::signal(SIGTERM, on_stop_signal);
   for (; progress_.stage < static_cast<int64_t>(config_.stages.size()); ++progress_.stage) {
     run_stage(config_.stages[static_cast<size_t>(progress_.stage)]);
     if (interrupted_) break;
@@ -553,8 +565,6 @@ TrainOutcome Trainer::train() {
     progress_.epoch = progress_.position = progress_.iteration = 0;
     progress_.loader_state.clear();
   }
-  std::signal(SIGINT, old_int);
-  std::signal(SIGTERM, old_term);
   return finish();
 }
 
