@@ -226,8 +226,15 @@ void follow(const Options& o) {
   if (!o.run.empty()) request.argv.insert(request.argv.end(), {"--run", o.run});
   if (!o.since.empty()) request.argv.insert(request.argv.end(), {"--since", o.since});
   constexpr int kFollowTimeout = 7 * 24 * 3600;
-  const RemoteResult result =
-      run_remote(host, request, kFollowTimeout, [](const std::string& line) { std::cout << line << "\n" << std::flush; });
+  const RemoteResult result = run_remote(host, request, kFollowTimeout, [&](const std::string& line) {
+    const auto hello = nlohmann::json::parse(line, nullptr, false);
+    if (hello.is_object() && hello.value("type", "") == "hello" && hello.value("version", 0) != kFollowFormatVersion) {
+      throw std::runtime_error("host '" + host.name + "' runs expnet " + hello.value("expnet", std::string("?")) + ", which speaks follow format " +
+                std::to_string(hello.value("version", 0)) + ", and this expnet (" EXPNET_VERSION ") reads format " +
+                std::to_string(kFollowFormatVersion) + ": install the same expnet version on both machines");
+    }
+    std::cout << line << "\n" << std::flush;
+  });
   if (result.status != 0) throw std::runtime_error(explain_remote_failure(host, result, kFollowTimeout));
 }
 

@@ -158,30 +158,37 @@ RemoteResult run_remote_bytes(const Host& host, const RemoteRequest& request, in
   RemoteResult result;
   const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(timeout_s);
   bool timed_out = false;
-  while (out.fd[0] >= 0 || err.fd[0] >= 0) {
-    const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now());
-    if (left.count() <= 0) {
-      timed_out = true;
-      ::kill(pid, SIGKILL);
-      break;
-    }
-    pollfd fds[2] = {{out.fd[0], POLLIN, 0}, {err.fd[0], POLLIN, 0}};
-    if (::poll(fds, 2, static_cast<int>(std::min<int64_t>(left.count(), 1000))) < 0 && errno != EINTR) break;
-    char buffer[65536];
-    for (int i = 0; i < 2; ++i) {
-      Pipe& p = i == 0 ? out : err;
-      if (p.fd[0] < 0 || !(fds[i].revents & (POLLIN | POLLHUP | POLLERR))) continue;
-      const ssize_t n = ::read(p.fd[0], buffer, sizeof buffer);
-      if (n <= 0) {
-        if (n < 0 && errno == EINTR) continue;
-        p.close_end(0);
-        continue;
+  try {
+    while (out.fd[0] >= 0 || err.fd[0] >= 0) {
+      const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now());
+      if (left.count() <= 0) {
+        timed_out = true;
+        ::kill(pid, SIGKILL);
+        break;
       }
-      if (i == 0)
-        on_bytes(buffer, static_cast<size_t>(n));
-      else if (result.err.size() < (1u << 20))  // ssh's and the command's messages; never unbounded
-        result.err.append(buffer, static_cast<size_t>(n));
+      pollfd fds[2] = {{out.fd[0], POLLIN, 0}, {err.fd[0], POLLIN, 0}};
+      if (::poll(fds, 2, static_cast<int>(std::min<int64_t>(left.count(), 1000))) < 0 && errno != EINTR) break;
+      char buffer[65536];
+      for (int i = 0; i < 2; ++i) {
+        Pipe& p = i == 0 ? out : err;
+        if (p.fd[0] < 0 || !(fds[i].revents & (POLLIN | POLLHUP | POLLERR))) continue;
+        const ssize_t n = ::read(p.fd[0], buffer, sizeof buffer);
+        if (n <= 0) {
+          if (n < 0 && errno == EINTR) continue;
+          p.close_end(0);
+          continue;
+        }
+        if (i == 0)
+          on_bytes(buffer, static_cast<size_t>(n));
+        else if (result.err.size() < (1u << 20))  // ssh's and the command's messages; never unbounded
+          result.err.append(buffer, static_cast<size_t>(n));
+      }
     }
+  } catch (...) {  // a callback refused what came: ssh ends with it, never left behind
+    ::kill(pid, SIGKILL);
+    while (::waitpid(pid, nullptr, 0) < 0 && errno == EINTR) {
+    }
+    throw;
   }
   int status = 0;
   while (::waitpid(pid, &status, 0) < 0 && errno == EINTR) {
