@@ -298,6 +298,18 @@ class TestRunCurves : public QObject {
     QCOMPARE(curves.plot("lr")->yAxis->scaleType(), QCPAxis::stLinear);
   }
 
+  // A constant learning rate (a "fixed" schedule) is drawn around its value, not
+  // on -2..2 as if it were 0.
+  void aConstantSeriesIsDrawnAroundItsValue() {
+    RunSeriesInput run = makeRun("c", "c", 4, {{2, 50}});
+    for (auto& s : rowsOf(run).steps) s.lr = 1e-3;
+    RunCurves curves;
+    curves.setRuns({run});
+    const QCPRange range = curves.plot("lr")->yAxis->range();
+    QVERIFY2(range.lower > 0 && range.lower < 1e-3 && range.upper > 1e-3 && range.upper < 2e-3,
+             qPrintable(QString("%1 .. %2").arg(range.lower).arg(range.upper)));
+  }
+
   void readoutListsEveryRun() {
     RunSeriesInput a{"a", "run a", QColor()}, b{"b", "run b", QColor()}, c{"c", "run c", QColor()};
     for (int i = 1; i <= 100; ++i) {
