@@ -172,6 +172,17 @@ class TestRemoteHost : public QObject {
     QCOMPARE(missing.exitCode, 1);
     QVERIFY2(missing.err.contains("host 'nowhere'") && missing.err.contains("has no `/opt/none/expnet`"),
              missing.err.constData());
+    // A store there of a newer schema (a newer expnet wrote it): one line naming the host and the schema.
+    QVERIFY(QDir().mkpath(host_->workDir() + "/newer"));
+    { expnet::RunStore(QString(host_->workDir() + "/newer/runs.sqlite").toStdString()).create_run("n", "{}", "/tmp/n"); }
+    const auto bump = expnet_test::runProcess("/usr/bin/python3", {"-c", "import sqlite3,sys; c=sqlite3.connect(sys.argv[1]); "
+                                                                         "c.execute('PRAGMA user_version = 9'); c.commit()",
+                                                                   host_->workDir() + "/newer/runs.sqlite"});
+    QCOMPARE(bump.exitCode, 0);
+    const auto newer = cli({"runs", "follow", "--host", "gpu", "--store", "newer/runs.sqlite"});
+    QCOMPARE(newer.exitCode, 1);
+    QVERIFY2(newer.err.contains("host 'gpu'") && newer.err.contains("is of schema 9, newer than this expnet"),
+             newer.err.constData());
     // A destination that would be an option of ssh's is refused before ssh runs.
     const auto option = cli({"hosts", "check", "--", "-oProxyCommand=touch PWNED"});
     QCOMPARE(option.exitCode, 1);
