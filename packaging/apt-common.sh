@@ -15,6 +15,18 @@ find_missing() {
   done
 }
 
+# require_missing TAG PKG...: sets MISSING as find_missing does; when nothing is
+# missing, says so and exits the script with 0.
+require_missing() {
+  local tag=$1
+  shift
+  find_missing "$@"
+  if [[ ${#MISSING[@]} -eq 0 ]]; then
+    echo "[$tag] all $# required packages are already installed."
+    exit 0
+  fi
+}
+
 # find_sudo TAG: sets the array SUDO (empty as root, (sudo) otherwise); returns 1
 # when this user is neither root nor has sudo.
 find_sudo() {

@@ -30,13 +30,8 @@ PACKAGES=(
 )
 
 source "$(dirname "${BASH_SOURCE[0]}")/apt-common.sh"
-find_missing "${PACKAGES[@]}"
+require_missing install-deps "${PACKAGES[@]}"
 missing=("${MISSING[@]}")
-
-if [[ ${#missing[@]} -eq 0 ]]; then
-  echo "[install-deps] all ${#PACKAGES[@]} required packages are already installed."
-  exit 0
-fi
 
 if ! find_sudo install-deps; then
   echo "[install-deps] error: ${#missing[@]} packages are missing (${missing[*]})" >&2

@@ -16,13 +16,8 @@ PACKAGES=(openssh-server openssh-client iproute2)
 POLICY=/usr/sbin/policy-rc.d
 
 source "$(dirname "${BASH_SOURCE[0]}")/apt-common.sh"
-find_missing "${PACKAGES[@]}"
+require_missing install-test-hosts "${PACKAGES[@]}"
 missing=("${MISSING[@]}")
-
-if [[ ${#missing[@]} -eq 0 ]]; then
-  echo "[install-test-hosts] all ${#PACKAGES[@]} required packages are already installed."
-  exit 0
-fi
 
 if ! find_sudo install-test-hosts; then
   echo "[install-test-hosts] skipping: ${missing[*]} missing, and this user is not root and has no sudo."

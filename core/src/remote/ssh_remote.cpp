@@ -136,8 +136,10 @@ RemoteResult run_remote(const Host& host, const RemoteRequest& request, int time
                         const std::function<void(const std::string& line)>& on_line) {
   std::string out, pending;
   RemoteResult result = run_remote_bytes(host, request, timeout_s, [&](const char* data, size_t size) {
-    out.append(data, size);
-    if (!on_line) return;
+    if (!on_line) {  // kept whole only when nobody takes the lines: a follow lasts for days
+      out.append(data, size);
+      return;
+    }
     pending.append(data, size);
     for (size_t end; (end = pending.find('\n')) != std::string::npos; pending.erase(0, end + 1)) on_line(pending.substr(0, end));
   });

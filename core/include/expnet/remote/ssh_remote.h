@@ -44,7 +44,8 @@ struct RemoteResult {
 };
 
 // Runs `request` on the host and waits at most `timeout_s` (then ssh is killed).
-// `on_line`, when given, gets each line of its stdout as it comes.
+// `on_line`, when given, gets each line of its stdout as it comes (and
+// `result.out` stays empty); otherwise `result.out` holds it all.
 RemoteResult run_remote(const Host& host, const RemoteRequest& request, int timeout_s,
                         const std::function<void(const std::string& line)>& on_line = {});
 // The same with its stdout handed to `on_bytes` as it comes, never kept (a
