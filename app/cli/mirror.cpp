@@ -38,6 +38,7 @@ void mirror(const MirrorArgs& a) {
     bool ended = false, heard = false;
     const RemoteResult result = run_remote(host, request, 7 * 24 * 3600, [&](const std::string& line) {
       copy.apply({line});
+      if (!heard && wait_s > 1) std::cerr << "reconnected to " << host.name << "\n";  // the studio clears its notice
       heard = true;
       ended = ended || line.find("\"type\":\"end\"") != std::string::npos;
     });

@@ -27,19 +27,7 @@ QString recipe(const QString& dir, int epochs) {
   const QString path = dir + "/recipe.json";
   QFile file(path);
   if (!file.open(QIODevice::WriteOnly)) return {};
-  file.write(QStringLiteral(
-                 "{\"name\": \"remote; $(touch PWNED) 'q'\", \"seed\": 11,\n"
-                 " \"model\": {\"swin_img_size\": 32, \"swin_patch_size\": 4, \"swin_in_chans\": 3, \"swin_embed_dim\": 16,\n"
-                 "  \"swin_depths\": [1, 1], \"swin_num_heads\": [1, 2], \"swin_window_size\": 4, \"swin_mlp_ratio\": 2.0,\n"
-                 "  \"swin_qkv_bias\": true, \"swin_ape\": false, \"swin_patch_norm\": true, \"final_swin_dim\": 32,\n"
-                 "  \"d_model\": 32, \"N_enc\": 1, \"N_dec\": 1, \"ff\": 64, \"num_heads\": 2, \"num_exp_enc_list\": [4, 8],\n"
-                 "  \"num_exp_dec\": 4, \"max_seq_len\": 22},\n"
-                 " \"dataset\": \"shapes\", \"shapes_images\": 60, \"vocab_min_count\": 1, \"validation_images\": 3,\n"
-                 " \"validation_beam\": 1, \"workers\": 1, \"checkpoint_every\": 1,\n"
-                 " \"stages\": [{\"name\": \"A\", \"objective\": \"xe\", \"backbone\": \"frozen\", \"batch\": 8, \"lr\": 1e-3,\n"
-                 "  \"schedule\": \"fixed\", \"epochs\": %1, \"dropout\": 0.1, \"max_batches_per_epoch\": 5}]}\n")
-                 .arg(epochs)
-                 .toUtf8());
+  file.write(expnet_test::tinyShapesRecipe(QStringLiteral("remote; $(touch PWNED) 'q'"), 11, epochs));
   return path;
 }
 
@@ -80,14 +68,7 @@ struct Follow {
   }
 };
 
-QStringList pwnedFiles(const QString& root) {
-  QStringList found;
-  for (const QString& dir : {root, QDir::currentPath(), QDir::tempPath()}) {
-    QDirIterator it(dir, {"PWNED"}, QDir::Files, dir == root ? QDirIterator::Subdirectories : QDirIterator::NoIteratorFlags);
-    while (it.hasNext()) found << it.next();
-  }
-  return found;
-}
+using expnet_test::pwnedFiles;
 
 }  // namespace
 
@@ -127,18 +108,10 @@ class TestRemoteHost : public QObject {
     QVERIFY(!QFileInfo::exists(home + ".partial") && !QFileInfo::exists(home));
     QVERIFY2(cli(fetchArgs).exitCode == 0, "a second fetch after a damaged one");
     // Captioned here with the copy, and there (over ssh) with the original: the same caption.
-    const QString image = QStringLiteral(EXPNET_TEST_DATA_DIR "/image/cmyk_32x8.jpg");
-    const auto here = cli({"caption", "--checkpoint", home, image});
-    QVERIFY2(here.exitCode == 0, here.err.constData());
-    const QString link = host_->workDir() + "/final-link.pth";  // a plain name for the remote shell
-    QVERIFY(QFile::link(there, link));
-    int status = -1;
-    QString err;
-    const QString remote = host_->runSsh({expnet_test::cliPath(), "caption", "--checkpoint", link, image}, &status, &err);
-    QVERIFY2(status == 0, qPrintable(err));
-    const auto captionOf = [](const QString& line) { return line.section('\t', 1).trimmed(); };
-    QVERIFY(!captionOf(QString::fromUtf8(here.out)).isEmpty());
-    QCOMPARE(captionOf(QString::fromUtf8(here.out)), captionOf(remote));
+    QString here, remote;
+    const QString why = expnet_test::captionHereAndThere(*host_, home, there, &here, &remote);
+    QVERIFY2(why.isEmpty(), qPrintable(why));
+    QCOMPARE(here, remote);
   }
 
   expnet_test::ProcessResult cli(const QStringList& args, int timeoutMs = 60000) {

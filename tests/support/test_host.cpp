@@ -1,9 +1,15 @@
 #include "support/test_host.h"
 
+#include "support/fixtures.h"
+
 #include <QDeadlineTimer>
 #include <QDir>
+#include <QDirIterator>
 #include <QFile>
 #include <QFileInfo>
+#include <QJsonArray>
+#include <QJsonDocument>
+#include <QJsonObject>
 #include <QProcess>
 #include <QRegularExpression>
 #include <QStandardPaths>
@@ -395,6 +401,46 @@ bool TestHost::waitUntilHostKeyServed(int timeoutMs, QString* error) {
   *error = QStringLiteral("sshd did not serve the new host key within %1 ms (last: %2); sshd's log:\n%3")
                .arg(QString::number(timeoutMs), last, sshdLog());
   return false;
+}
+
+QStringList pwnedFiles(const QString& root) {
+  QStringList found;
+  for (const QString& dir : {root, QDir::currentPath(), QDir::tempPath()}) {
+    QDirIterator it(dir, {"PWNED"}, QDir::Files, dir == root ? QDirIterator::Subdirectories : QDirIterator::NoIteratorFlags);
+    while (it.hasNext()) found << it.next();
+  }
+  return found;
+}
+
+QByteArray tinyShapesRecipe(const QString& name, int seed, int epochs) {
+  const QJsonObject model{{"swin_img_size", 32}, {"swin_patch_size", 4}, {"swin_in_chans", 3}, {"swin_embed_dim", 16},
+                          {"swin_depths", QJsonArray{1, 1}}, {"swin_num_heads", QJsonArray{1, 2}}, {"swin_window_size", 4},
+                          {"swin_mlp_ratio", 2.0}, {"swin_qkv_bias", true}, {"swin_ape", false}, {"swin_patch_norm", true},
+                          {"final_swin_dim", 32}, {"d_model", 32}, {"N_enc", 1}, {"N_dec", 1}, {"ff", 64}, {"num_heads", 2},
+                          {"num_exp_enc_list", QJsonArray{4, 8}}, {"num_exp_dec", 4}, {"max_seq_len", 22}};
+  const QJsonObject stage{{"name", "A"}, {"objective", "xe"}, {"backbone", "frozen"}, {"batch", 8}, {"lr", 1e-3},
+                          {"schedule", "fixed"}, {"epochs", epochs}, {"dropout", 0.1}, {"max_batches_per_epoch", 5}};
+  const QJsonObject recipe{{"name", name}, {"seed", seed}, {"model", model}, {"dataset", "shapes"}, {"shapes_images", 60},
+                           {"vocab_min_count", 1}, {"validation_images", 3}, {"validation_beam", 1}, {"workers", 1},
+                           {"checkpoint_every", 1}, {"stages", QJsonArray{stage}}};
+  return QJsonDocument(recipe).toJson();
+}
+
+QString captionHereAndThere(TestHost& host, const QString& home, const QString& there, QString* here, QString* remote) {
+  const QString image = QStringLiteral(EXPNET_TEST_DATA_DIR "/image/cmyk_32x8.jpg");
+  const auto mine = runProcess(cliPath(), {"caption", "--checkpoint", home, image}, 60000);
+  if (mine.exitCode != 0) return QString::fromUtf8(mine.err);
+  const QString link = host.workDir() + "/caption-" + QFileInfo(home).completeBaseName() + ".pth";
+  QFile::remove(link);
+  if (!QFile::link(there, link)) return "cannot link " + link;
+  int status = -1;
+  QString err;
+  const QString theirs = host.runSsh({cliPath(), "caption", "--checkpoint", link, image}, &status, &err);
+  if (status != 0) return err;
+  // "path<TAB>caption"
+  *here = QString::fromUtf8(mine.out).section('\t', 1).trimmed();
+  *remote = theirs.section('\t', 1).trimmed();
+  return here->isEmpty() ? QStringLiteral("no caption here: ") + QString::fromUtf8(mine.out) : QString();
 }
 
 }  // namespace expnet_test

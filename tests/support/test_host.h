@@ -76,6 +76,19 @@ class TestHost {
   std::unique_ptr<QFile> lock_;  // flock()ed: claims N against other tests; the kernel drops it if we die
 };
 
+// Files named PWNED under `root` (recursively), in the working folder and in the
+// temporary folder: what a hostile name run by a shell would have made.
+QStringList pwnedFiles(const QString& root);
+
+// A shapes training config of a tiny model that trains in seconds a few hundred
+// steps (5 batches of 8 an epoch), named `name` (any text: it is JSON-escaped).
+QByteArray tinyShapesRecipe(const QString& name, int seed, int epochs);
+
+// Captions a test image with checkpoint `home` here and with `there` on the host
+// (over ssh, through a plain-named link in its work folder). Returns "" with
+// both captions set, or what failed.
+QString captionHereAndThere(TestHost& host, const QString& home, const QString& there, QString* here, QString* remote);
+
 }  // namespace expnet_test
 
 // Skips (fails under EXPNET_REQUIRE_NETNS=1) the current test function when

@@ -2,6 +2,14 @@
 
 #include "common/theme.h"
 
+HintLabel* HintLabel::statusLine(const QString& objectName) {
+  auto* line = new HintLabel(QString(), Kind::Status);
+  line->setObjectName(objectName);
+  line->setWordWrap(true);
+  line->setTextInteractionFlags(Qt::TextSelectableByMouse);
+  return line;
+}
+
 HintLabel::HintLabel(const QString& text, Kind kind, QWidget* parent) : QLabel(text, parent), kind_(kind) {
   if (kind == Kind::Panel || kind == Kind::Notice) {
     setWordWrap(true);

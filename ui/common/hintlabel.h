@@ -14,6 +14,8 @@ class HintLabel : public QLabel {
  public:
   enum class Kind { Inline, Panel, Notice, Status, Error };
   explicit HintLabel(const QString& text = QString(), Kind kind = Kind::Inline, QWidget* parent = nullptr);
+  // A page's or dialog's status line: Status kind, wrapped, its text selectable (to copy an error).
+  static HintLabel* statusLine(const QString& objectName);
 
   Kind kind() const { return kind_; }
   // Restyles a line between Inline, Status and Error (a status that failed, or

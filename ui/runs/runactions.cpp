@@ -4,6 +4,7 @@
 #include <QFileDialog>
 #include <QFileInfo>
 #include <QHBoxLayout>
+#include <QProgressBar>
 #include <QtConcurrent>
 
 #include <exception>
@@ -11,6 +12,7 @@
 
 #include "common/actionbutton.h"
 #include "common/hintlabel.h"
+#include "expnet/remote/run_mirror.h"
 #include "expnet/train/run_csv.h"
 #include "expnet/train/run_store.h"
 #include "expnet/train/tfevents_writer.h"
@@ -58,8 +60,25 @@ RunActions::RunActions(QWidget* owner) : QWidget(owner), message_(new HintLabel)
   for (QPushButton* b : std::initializer_list<QPushButton*>{openBest_, resume_, rename_, delete_, undo_, exportCsv_,
                                                             exportTensorBoard_})
     layout->addWidget(b);
+  transfer_ = new QProgressBar;
+  transfer_->setObjectName(QStringLiteral("transfer"));
+  transfer_->setRange(0, 1000);
+  transfer_->setFixedWidth(140);
+  transfer_->setVisible(false);
+  layout->addWidget(transfer_);
   message_->setWordWrap(true);
   layout->addWidget(message_, 1);
+  connect(&fetch_, &HostCommand::progress, this, [this](qint64 done, qint64 total) {
+    transfer_->setValue(total > 0 ? int(done * 1000 / total) : 0);
+    showMessage(QStringLiteral("Bringing the checkpoint home: %1 of %2 MB").arg(done >> 20).arg(total >> 20), false);
+  });
+  connect(&fetch_, &HostCommand::finished, this, [this](int exitCode, const QByteArray&) {
+    transfer_->setVisible(false);
+    updateButtons();
+    if (exitCode != 0) return showMessage(fetch_.lastError(), true);
+    showMessage(QStringLiteral("Brought home as %1 (SHA-256 checked); loading it on the Caption page.").arg(fetchedTo_), false);
+    emit openCheckpointRequested(fetchedTo_);
+  });
   connect(&watcher_, &QFutureWatcher<QString>::finished, this, [this] {
     const QString error = watcher_.result();
     auto done = std::move(done_);
@@ -90,11 +109,14 @@ void RunActions::showMessage(const QString& text, bool error) {
 }
 
 void RunActions::updateButtons() {
-  const bool idle = !watcher_.isRunning();
+  const bool idle = !watcher_.isRunning() && !fetch_.isRunning();
   const RunRow* row = current_ ? &*current_ : nullptr;
   const QDir folder(row ? QString::fromStdString(row->info.out_dir) : QString());
-  openBest_->setEnabled(idle && row && QFileInfo::exists(folder.filePath(QStringLiteral("checkpoints/best.pth"))));
-  resume_->setEnabled(idle && row && !row->live &&
+  const bool remote = row && !row->host.isEmpty();  // its folder is on the host
+  openBest_->setEnabled(idle && row &&
+                        (remote ? row->info.steps > 0 : QFileInfo::exists(folder.filePath(QStringLiteral("checkpoints/best.pth")))));
+  openBest_->setText(remote ? QStringLiteral("Bring home, caption") : QStringLiteral("Caption with best"));
+  resume_->setEnabled(idle && row && !remote && !row->live &&
                       (row->status == QLatin1String("interrupted") || row->status == QLatin1String("failed")) &&
                       QFileInfo::exists(folder.filePath(QStringLiteral("checkpoints/latest.json"))));
   rename_->setEnabled(idle && row);
@@ -127,8 +149,23 @@ void RunActions::run(const QString& busyText, std::function<void()> job, std::fu
   updateButtons();
 }
 
+void RunActions::bringHome() {
+  const auto origin = expnet::mirror_origin(current_->storePath.toStdString());
+  if (!origin || fetch_.isRunning()) return;
+  const QString which = current_->status == QLatin1String("finished") ? QStringLiteral("final") : QStringLiteral("best");
+  fetchedTo_ = QFileInfo(current_->storePath).dir().filePath(QStringLiteral("run-%1-%2.pth").arg(current_->info.id).arg(which));
+  fetch_.start({QStringLiteral("runs"), QStringLiteral("fetch"), QString::number(current_->info.id), QStringLiteral("--host"),
+                QString::fromStdString(origin->host), QStringLiteral("--store"), QString::fromStdString(origin->remote_store),
+                QStringLiteral("--checkpoint"), which, QStringLiteral("--to"), fetchedTo_});
+  transfer_->setValue(0);
+  transfer_->setVisible(true);
+  showMessage(QStringLiteral("Bringing the %1 checkpoint home from %2…").arg(which, current_->host), false);
+  updateButtons();
+}
+
 void RunActions::openBestCheckpoint() {
   if (!current_) return;
+  if (!current_->host.isEmpty()) return bringHome();
   const QString best = QDir(QString::fromStdString(current_->info.out_dir)).filePath(QStringLiteral("checkpoints/best.pth"));
   if (!QFileInfo::exists(best)) {
     showMessage(QStringLiteral("'%1' has no best checkpoint yet (it is written at the first validation).").arg(best), true);

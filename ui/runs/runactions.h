@@ -3,7 +3,9 @@
 // page, resume on the Training page, rename (the page edits the name in place),
 // edit tags and notes, delete to the trash and undo it (expnet/train/run_trash.h),
 // export as CSV or TensorBoard events. Store writes and file moves run in the
-// thread pool, one at a time; a running run is never deleted.
+// thread pool, one at a time; a running run is never deleted. A run of a host
+// (a mirror store) is brought home first: `expnet runs fetch` copies its
+// checkpoint over ssh (resumable, SHA-256 checked), with a progress bar.
 #pragma once
 
 #include <QFutureWatcher>
@@ -13,11 +15,13 @@
 #include <functional>
 #include <optional>
 
+#include "common/hostcommand.h"
 #include "expnet/train/run_trash.h"
 #include "runs/runslisting.h"
 
 class ActionButton;
 class HintLabel;
+class QProgressBar;
 
 class RunActions : public QWidget {
   Q_OBJECT
@@ -27,12 +31,12 @@ class RunActions : public QWidget {
   ~RunActions() override;
 
   void setCurrent(const RunRow* row);  // copied; nullptr: none
-  bool isBusy() const { return watcher_.isRunning(); }
+  bool isBusy() const { return watcher_.isRunning() || fetch_.isRunning(); }
   QString message() const;
   int trashedCount() const { return int(trashed_.size()); }
 
  public slots:
-  void openBestCheckpoint();
+  void openBestCheckpoint();  // of a host's run: its final (else best) checkpoint brought home first
   void resume();
   void deleteRun();
   void undoDelete();
@@ -55,9 +59,13 @@ class RunActions : public QWidget {
            bool changesRuns);
   void showMessage(const QString& text, bool error);
   void updateButtons();
+  void bringHome();
 
   ActionButton *openBest_, *resume_, *rename_, *delete_, *undo_, *exportCsv_, *exportTensorBoard_;
   HintLabel* message_;
+  QProgressBar* transfer_;
+  HostCommand fetch_;
+  QString fetchedTo_;
   std::optional<RunRow> current_;
   QFutureWatcher<QString> watcher_;
   std::function<QString(const QString&)> done_;

@@ -21,6 +21,7 @@
 #include "runs/runspage.h"
 #include "common/theme.h"
 #include "shell/aboutdialog.h"
+#include "shell/hostsdialog.h"
 #include "shell/studiocontext.h"
 #include "shell/studiopage.h"
 #include "training/trainingpage.h"
@@ -119,6 +120,13 @@ void MainWindow::buildMenus(CaptionPage* captionPage) {
       captionPage->addPaths({path});
     });
   });
+  QAction* hosts = file->addAction(QStringLiteral("Hosts…"), this, [this] {
+    HostsDialog dialog(this);
+    auto* training = qobject_cast<TrainingPage*>(page(QStringLiteral("training")));
+    connect(&dialog, &HostsDialog::hostsChanged, training, &TrainingPage::reloadHosts);
+    dialog.exec();
+  });
+  hosts->setStatusTip(QStringLiteral("Machines to train on over ssh (the Training page's Where)"));
   file->addSeparator();
   QAction* quit = file->addAction(QStringLiteral("Quit"), this, [this] { close(); });
   quit->setShortcut(QKeySequence(Qt::CTRL | Qt::Key_Q));

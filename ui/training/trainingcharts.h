@@ -36,7 +36,11 @@ class TrainingCharts : public QWidget {
   // {name, chart, points, last_x, last_y} per series.
   QJsonArray describe() const;
 
+ protected:
+  void showEvent(QShowEvent* event) override;
+
  private:
+  void redraw();  // refits (unless the user moved a chart) and replots
   QCustomPlot* makePlot(const QString& title, const QString& xLabel, const QString& yLabel);
   QCPGraph* addSeries(QCustomPlot* plot, const QString& name, const QString& label, const QColor& colour, bool dots);
   void refit(QCustomPlot* plot);
@@ -51,4 +55,5 @@ class TrainingCharts : public QWidget {
   PlotFollowing* following_;
   size_t stepCount_ = size_t(-1), validationCount_ = size_t(-1);
   int64_t lastStep_ = -1;
+  bool stale_ = false;  // data set while hidden: drawn when shown
 };

@@ -27,9 +27,11 @@
 #include "common/actionbutton.h"
 #include "common/browsebutton.h"
 #include "common/hintlabel.h"
+#include "common/hostchoice.h"
 #include "expnet/system/atomic_file.h"
 #include "shell/studiocontext.h"
 #include "training/recipeform.h"
+#include "training/snapshottabs.h"
 #include "training/trainingcharts.h"
 #include "training/trainingmodels.h"
 #include "training/trainingprogress.h"
@@ -38,9 +40,8 @@ TrainingPage::TrainingPage(StudioContext* context, QWidget* parent)
     : StudioPage(parent),
       context_(context),
       process_(new TrainingProcess(this)),
+      remote_(new RemoteTraining(this)),
       poller_(new RunStorePoller(this)),
-      runs_(new RunListModel(this)),
-      samples_(new SampleModel(this)),
       recipe_(new RecipeForm) {
   auto* layout = new QHBoxLayout(this);
   layout->setContentsMargins(8, 8, 8, 8);
@@ -74,10 +75,12 @@ TrainingPage::TrainingPage(StudioContext* context, QWidget* parent)
     updateButtons();
   });
   connect(process_, &TrainingProcess::finished, this, &TrainingPage::onProcessFinished);
+  connectRemote();
   connect(poller_, &RunStorePoller::snapshotReady, this, &TrainingPage::onSnapshot);
   connect(recipe_, &RecipeForm::message, this, &TrainingPage::showMessage);
   recipe_->setConfigFolder([this] { return outDir_->text(); });
   applyPreset(QStringLiteral("shapes-demo"));
+  reloadHosts();
   updateButtons();
 }
 
@@ -92,6 +95,21 @@ QWidget* TrainingPage::buildForm() {
 
   auto* output = new QGroupBox(QStringLiteral("Run"));
   auto* outputLayout = new QVBoxLayout(output);
+  where_ = new HostChoice;
+  where_->setObjectName(QStringLiteral("where"));
+  where_->setToolTip(QStringLiteral("Where Start trains: this computer, or a host of File > Hosts… (over ssh; the run "
+                                    "folder and dataset paths are then the host's)"));
+  connect(where_, &QComboBox::currentIndexChanged, this, [this] {
+    const bool remote = !where().isEmpty();
+    outDir_->setPlaceholderText(remote ? QStringLiteral("run folder on %1 (relative: to its work folder)").arg(where())
+                                       : QStringLiteral("run folder (checkpoints, runs.sqlite)"));
+    browseOut_->setEnabled(!remote);
+    updateButtons();
+  });
+  auto* whereRow = new QHBoxLayout;
+  whereRow->addWidget(new QLabel(QStringLiteral("Where:")));
+  whereRow->addWidget(where_, 1);
+  outputLayout->addLayout(whereRow);
   outDir_ = new QLineEdit;
   outDir_->setObjectName(QStringLiteral("outDir"));
   outDir_->setPlaceholderText(QStringLiteral("run folder (checkpoints, runs.sqlite)"));
@@ -99,7 +117,8 @@ QWidget* TrainingPage::buildForm() {
   connect(outDir_, &QLineEdit::editingFinished, this, &TrainingPage::updateButtons);
   auto* browseOut = new BrowseButton(outDir_, QStringLiteral("Pick the run folder"), QString(), BrowseButton::Mode::Folder);
   connect(browseOut, &BrowseButton::chosen, this, &TrainingPage::setOutputDir);
-  outputLayout->addWidget(browseOut->row());
+  browseOut_ = browseOut->row();
+  outputLayout->addWidget(browseOut_);
   startButton_ = new ActionButton(QStringLiteral("Start"), QKeySequence(Qt::CTRL | Qt::Key_Return),
                                   QStringLiteral("Start `expnet train` with this form in the run folder"), this);
   startButton_->setObjectName(QStringLiteral("start"));
@@ -120,37 +139,12 @@ QWidget* TrainingPage::buildForm() {
   for (QWidget* button : std::initializer_list<QWidget*>{startButton_, stopButton_, resumeButton_, open})
     buttons->addWidget(button);
   outputLayout->addLayout(buttons);
-  message_ = new HintLabel(QString(), HintLabel::Kind::Status);
-  message_->setObjectName(QStringLiteral("message"));
-  message_->setWordWrap(true);
-  message_->setTextInteractionFlags(Qt::TextSelectableByMouse);
+  message_ = HintLabel::statusLine(QStringLiteral("message"));
   outputLayout->addWidget(message_);
   column->addWidget(output);
   column->addWidget(recipe_, 1);
   column->addStretch(0);
   return panel;
-}
-
-QWidget* TrainingPage::buildRunsBox() {
-  auto* box = new QWidget;
-  auto* layout = new QVBoxLayout(box);
-  layout->setContentsMargins(4, 4, 4, 4);
-  runsView_ = new QTableView;
-  runsView_->setObjectName(QStringLiteral("runs"));
-  runsView_->setModel(runs_);
-  runsView_->setSelectionBehavior(QAbstractItemView::SelectRows);
-  runsView_->setSelectionMode(QAbstractItemView::SingleSelection);
-  runsView_->verticalHeader()->hide();
-  runsView_->verticalHeader()->setDefaultSectionSize(22);
-  runsView_->horizontalHeader()->setStretchLastSection(true);
-  runsView_->setToolTip(QStringLiteral("Runs of the followed run store; click one to show it (finished or running)"));
-  runsView_->setMinimumHeight(90);
-  connect(runsView_, &QTableView::clicked, this, [this](const QModelIndex& index) {
-    const auto& run = runs_->rows().at(size_t(index.row()));
-    if (QString::fromStdString(run.name) != snapshot_.run.name.c_str()) openRun(poller_->storePath(), QString::fromStdString(run.name));
-  });
-  layout->addWidget(runsView_, 1);
-  return box;
 }
 
 QWidget* TrainingPage::buildMonitor() {
@@ -181,21 +175,8 @@ QWidget* TrainingPage::buildMonitor() {
   charts_ = new TrainingCharts;
   monitorSplit_->addWidget(charts_);
   tabs_ = new QTabWidget;
-  auto* samplesPanel = new QWidget;
-  auto* samplesLayout = new QVBoxLayout(samplesPanel);
-  samplesLayout->setContentsMargins(4, 4, 4, 4);
-  samplesTitle_ = new QLabel(QStringLiteral("No validation yet"));
-  samplesLayout->addWidget(samplesTitle_);
-  samplesView_ = new QTableView;
-  samplesView_->setObjectName(QStringLiteral("samples"));
-  samplesView_->setModel(samples_);
-  samplesView_->verticalHeader()->hide();
-  samplesView_->verticalHeader()->setDefaultSectionSize(22);
-  samplesView_->horizontalHeader()->setSectionResizeMode(QHeaderView::Stretch);
-  samplesView_->horizontalHeader()->setSectionResizeMode(SampleModel::ImageColumn, QHeaderView::ResizeToContents);
-  samplesView_->setWordWrap(false);
-  samplesLayout->addWidget(samplesView_, 1);
-  tabs_->addTab(samplesPanel, QStringLiteral("Sample captions"));
+  samplesPanel_ = new SamplesPanel;
+  tabs_->addTab(samplesPanel_, QStringLiteral("Sample captions"));
   log_ = new QPlainTextEdit;
   log_->setObjectName(QStringLiteral("log"));
   log_->setReadOnly(true);
@@ -203,7 +184,11 @@ QWidget* TrainingPage::buildMonitor() {
   log_->setFont(QFont(QStringLiteral("monospace"), 9));
   log_->setPlaceholderText(QStringLiteral("The output of a training started here shows up in this log."));
   tabs_->addTab(log_, QStringLiteral("Log"));
-  tabs_->addTab(buildRunsBox(), QStringLiteral("Runs in the store"));
+  storeRuns_ = new StoreRunsPanel;
+  connect(storeRuns_, &StoreRunsPanel::runClicked, this, [this](const QString& name) {
+    if (name != snapshot_.run.name.c_str()) openRun(poller_->storePath(), name);
+  });
+  tabs_->addTab(storeRuns_, QStringLiteral("Runs in the store"));
   // Alt, not Ctrl: Ctrl+1.. switch pages (the View menu).
   tabs_->setToolTip(QStringLiteral("Alt+1: sample captions, Alt+2: log, Alt+3: runs of the store"));
   for (int i = 0; i < 3; ++i) {
@@ -260,7 +245,8 @@ bool TrainingPage::hasCheckpoint(const QString& dir) const {
 }
 
 void TrainingPage::start() {
-  if (process_->isRunning()) return;
+  if (trainerActive()) return;
+  remote_->detach();  // a run followed on a host goes on being mirrored in the background
   QString error;
   const QJsonObject config = formConfig(&error);
   if (!error.isEmpty()) {
@@ -272,6 +258,7 @@ void TrainingPage::start() {
     showMessage(QStringLiteral("Choose an output folder for the run first."), true);
     return;
   }
+  if (!where().isEmpty()) return launchRemote(config, false);
   if (hasCheckpoint(out)) {
     showMessage(QStringLiteral("'%1' already has checkpoints: press Resume to continue that run, or choose another folder.")
                     .arg(out),
@@ -293,8 +280,14 @@ void TrainingPage::start() {
 }
 
 void TrainingPage::resume() {
-  if (process_->isRunning()) return;
+  if (trainerActive()) return;
   const QString out = outDir_->text().trimmed();
+  if (!where().isEmpty()) {
+    QString error;
+    const QJsonObject config = formConfig(&error);
+    if (!error.isEmpty()) return showMessage(error, true);
+    return launchRemote(config, true);
+  }
   if (!hasCheckpoint(out)) {
     showMessage(QStringLiteral("'%1' has no checkpoint to resume from (checkpoints/latest.json).").arg(out), true);
     return;
@@ -323,6 +316,17 @@ void TrainingPage::launch(const QString& configPath, bool resume) {
   QString runName;
   if (file.open(QIODevice::ReadOnly)) runName = QJsonDocument::fromJson(file.readAll()).object().value(QStringLiteral("name")).toString();
   outDirOfChild_ = out;
+  clearMonitor(runName);
+  process_->start(configPath, out, resume, recipe_->threads());
+  showMessage(resume ? QStringLiteral("Resuming %1…").arg(runName) : QStringLiteral("Starting %1…").arg(runName), false);
+  // The run appears in the store once the trainer has prepared its data.
+  poller_->follow(storeForFolder(out), runName);
+  updateButtons();
+}
+
+void TrainingPage::clearMonitor(const QString& runName) {
+  poller_->stop();  // a read of the run shown before must not land after this
+  eta_.reset();
   followingChild_ = true;
   haveProgress_ = false;
   lastExitCode_ = -1;
@@ -330,19 +334,17 @@ void TrainingPage::launch(const QString& configPath, bool resume) {
   // Nothing of the previously shown run stays on screen.
   snapshot_ = RunSnapshot();
   charts_->clear();
-  samples_->setRows({});
+  samplesPanel_->clear();
   runTitle_->setText(QStringLiteral("%1 — starting").arg(runName));
   progressBar_->setValue(0);
   progressBar_->setVisible(true);
-  process_->start(configPath, out, resume, recipe_->threads());
-  showMessage(resume ? QStringLiteral("Resuming %1…").arg(runName) : QStringLiteral("Starting %1…").arg(runName), false);
-  // The run appears in the store once the trainer has prepared its data.
-  poller_->follow(storeForFolder(out), runName);
-  eta_.reset();
-  updateButtons();
 }
 
 void TrainingPage::stop() {
+  if (remote_->isFollowing() && !remote_->stopRequested()) {
+    remote_->stop();
+    return updateButtons();
+  }
   if (!process_->isRunning()) return;
   process_->requestStop();
   showMessage(QStringLiteral("Stopping: the trainer writes a checkpoint after the current step…"), false);
@@ -366,6 +368,43 @@ void TrainingPage::onProcessFinished(int exitCode, bool crashed) {
   emit trainingFinished(crashed ? -1 : exitCode);
 }
 
+// ---------------------------------------------------------------- on a host
+
+QString TrainingPage::where() const { return where_->host(); }
+
+bool TrainingPage::setWhere(const QString& host) { return where_->setHost(host); }
+
+void TrainingPage::reloadHosts() {
+  const QString error = where_->reload();
+  if (!error.isEmpty()) showMessage(error, true);
+}
+
+void TrainingPage::launchRemote(const QJsonObject& config, bool resume) {
+  const QString runName = config.value(QStringLiteral("name")).toString();
+  outDirOfChild_ = outDir_->text().trimmed();
+  clearMonitor(runName);
+  remote_->launch(where(), config, outDirOfChild_, resume, recipe_->threads());
+  updateButtons();
+}
+
+void TrainingPage::connectRemote() {
+  connect(remote_, &RemoteTraining::logLine, this, &TrainingPage::appendLog);
+  connect(remote_, &RemoteTraining::message, this, [this](const QString& text) { showMessage(text, false); });
+  connect(remote_, &RemoteTraining::failed, this, [this](const QString& reason) {
+    showMessage(reason, true);
+    updateButtons();
+  });
+  connect(remote_, &RemoteTraining::followStarted, this, [this](const QString& mirror) {
+    followingChild_ = true;
+    poller_->follow(mirror, remote_->runName());
+    updateButtons();
+  });
+  connect(remote_, &RemoteTraining::followEnded, this, [this] {
+    poller_->setIdle(false);  // until the final state has been read
+    poller_->pollNow();
+  });
+}
+
 void TrainingPage::appendLog(const QString& line) {
   QScrollBar* bar = log_->verticalScrollBar();
   const bool atEnd = bar->value() == bar->maximum();
@@ -385,6 +424,7 @@ bool TrainingPage::openRun(const QString& folderOrStore, const QString& runName)
     return false;
   }
   if (info.isDir() && !process_->isRunning()) setOutputDir(folderOrStore);
+  if (store != remote_->mirrorPath() || runName != remote_->runName()) remote_->detach();
   fillFormFromRun_ = !process_->isRunning();
   followingChild_ = false;
   eta_.reset();
@@ -412,34 +452,10 @@ void TrainingPage::onSnapshot(const RunSnapshot& snapshot) {
   runTitle_->setToolTip(QStringLiteral("Run %1 in %2\nFolder: %3")
                             .arg(snapshot.run.id)
                             .arg(snapshot.storePath, QString::fromStdString(snapshot.run.out_dir)));
-  poller_->setIdle(snapshot.run.status != "running" && !process_->isRunning());
+  poller_->setIdle(snapshot.run.status != "running" && !trainerActive());
   charts_->setData(snapshot.steps, snapshot.validations);
-  if (snapshot.samples.size() != samples_->rows().size() ||
-      (!snapshot.samples.empty() && snapshot.samples.front().epoch != samples_->rows().front().epoch) ||
-      (!snapshot.samples.empty() && snapshot.samples.front().stage != samples_->rows().front().stage)) {
-    samples_->setRows(snapshot.samples);
-  }
-  if (!snapshot.samples.empty()) {
-    const auto& first = snapshot.samples.front();
-    const QString stage = snapshot.stageNames.value(int(first.stage), QString::number(first.stage));
-    samplesTitle_->setText(QStringLiteral("Latest validation: stage %1, epoch %2 (%3 of the validation images)")
-                               .arg(stage)
-                               .arg(first.epoch + 1)
-                               .arg(snapshot.samples.size()));
-  } else {
-    samplesTitle_->setText(QStringLiteral("No validation yet: sample captions appear after the first epoch"));
-  }
-  // The run list: keep the selection on the followed run.
-  const auto& runs = snapshot.runs;
-  bool changed = runs.size() != runs_->rows().size();
-  for (size_t i = 0; !changed && i < runs.size(); ++i)
-    changed = runs[i].status != runs_->rows()[i].status || runs[i].steps != runs_->rows()[i].steps;
-  if (changed) {
-    runs_->setRows(runs);
-    runsView_->resizeColumnsToContents();
-    const int row = runs_->rowOf(QString::fromStdString(snapshot.run.name));
-    if (row >= 0) runsView_->selectRow(row);
-  }
+  samplesPanel_->show(snapshot);
+  storeRuns_->show(snapshot);
   updateProgress();
   updateButtons();
   emit snapshotUpdated();
@@ -465,11 +481,20 @@ void TrainingPage::updateProgress() {
 }
 
 void TrainingPage::updateButtons() {
-  const bool running = process_->isRunning();
+  const bool running = trainerActive();
   if (running) fillFormFromRun_ = false;
   startButton_->setEnabled(!running);
-  stopButton_->setEnabled(running && !process_->stopRequested());
+  stopButton_->setEnabled(process_->isRunning() ? !process_->stopRequested()
+                                                : remote_->isFollowing() && !remote_->stopRequested());
+  where_->setEnabled(!running);
   const QString out = outDir_->text().trimmed();
+  if (!where().isEmpty()) {  // the host's folder: its store's mirror says what can be resumed
+    const std::string& status = snapshot_.run.status;
+    resumeButton_->setEnabled(!running && snapshot_.found && (status == "interrupted" || status == "failed"));
+    recipe_->setEditable(!running);
+    outDir_->setEnabled(!running);
+    return;
+  }
   // A finished run has nothing left to resume.
   const bool finishedHere = snapshot_.found && snapshot_.run.status == "finished" &&
                             QDir(QString::fromStdString(snapshot_.run.out_dir)).canonicalPath() == QDir(out).canonicalPath();
@@ -515,16 +540,11 @@ QJsonObject TrainingPage::describe() const {
                        {"stage_eta_seconds", progress_.stageEtaSeconds >= 0 ? QJsonValue(progress_.stageEtaSeconds) : QJsonValue()}});
   d.insert(QStringLiteral("series"), charts_->describe());
   d.insert(QStringLiteral("log_scale"), charts_->logScale());
-  QJsonArray samples;
-  for (const auto& s : samples_->rows())
-    samples << QJsonObject{{"image", QString::fromStdString(s.image)},
-                           {"caption", QString::fromStdString(s.caption)},
-                           {"reference", QString::fromStdString(s.reference)}};
-  d.insert(QStringLiteral("samples"), samples);
-  QJsonArray runs;
-  for (const auto& r : runs_->rows())
-    runs << QJsonObject{{"name", QString::fromStdString(r.name)}, {"status", QString::fromStdString(r.status)}, {"steps", qint64(r.steps)}};
-  d.insert(QStringLiteral("runs"), runs);
+  d.insert(QStringLiteral("samples"), samplesPanel_->describe());
+  d.insert(QStringLiteral("runs"), storeRuns_->describe());
+  d.insert(QStringLiteral("where"), where());
+  d.insert(QStringLiteral("remote"), QJsonObject{{"host", remote_->host()}, {"store", remote_->store()},
+                                                 {"following", remote_->isFollowing()}, {"background", int(remote_->backgroundRuns().size())}});
   d.insert(QStringLiteral("log_lines"), log_->blockCount() - (log_->toPlainText().isEmpty() ? 1 : 0));
   d.insert(QStringLiteral("message"), message_->text());
   QJsonObject form = recipe_->describe();
@@ -543,6 +563,13 @@ void TrainingPage::restoreSettings() {
   const QByteArray form = settings.value(QStringLiteral("form")).toByteArray();
   if (!form.isEmpty()) setConfigJson(form);
   setOutputDir(settings.value(QStringLiteral("outDir")).toString());
+  setWhere(settings.value(QStringLiteral("where")).toString());
+  // A run on a host goes on while the studio is closed: follow it again, from the mirror's cursor.
+  for (const QVariant& run : settings.value(QStringLiteral("remoteRuns")).toList()) {
+    const QStringList r = run.toStringList();
+    if (r.size() == 4 && r[3] == QLatin1String("shown") && !remote_->isActive()) remote_->follow(r[0], r[1], r[2]);
+    else if (r.size() == 4) remote_->followInBackground(r[0], r[1], r[2]);
+  }
   recipe_->setThreads(settings.value(QStringLiteral("threads"), 0).toInt());
   charts_->setLogScale(settings.value(QStringLiteral("logScale"), false).toBool());
   split_->restoreState(settings.value(QStringLiteral("split")).toByteArray());
@@ -558,6 +585,11 @@ void TrainingPage::saveSettings() const {
   const QJsonObject config = formConfig(&error);
   if (error.isEmpty()) settings.setValue(QStringLiteral("form"), QJsonDocument(config).toJson(QJsonDocument::Compact));
   settings.setValue(QStringLiteral("outDir"), outDir_->text());
+  settings.setValue(QStringLiteral("where"), where());
+  QVariantList remoteRuns;  // {host, store, run, shown|background}
+  if (remote_->isFollowing()) remoteRuns << QStringList{remote_->host(), remote_->store(), remote_->runName(), "shown"};
+  for (QStringList run : remote_->backgroundRuns()) remoteRuns << (run << QStringLiteral("background"));
+  settings.setValue(QStringLiteral("remoteRuns"), remoteRuns);
   settings.setValue(QStringLiteral("threads"), recipe_->threads());
   settings.setValue(QStringLiteral("logScale"), charts_->logScale());
   settings.setValue(QStringLiteral("split"), split_->saveState());

@@ -8,6 +8,7 @@
 #include <QJsonObject>
 
 #include "shell/studiopage.h"
+#include "training/remotetraining.h"
 #include "training/runsnapshot.h"
 #include "training/trainingprocess.h"
 #include "training/trainingprogress.h"
@@ -17,13 +18,13 @@ class QLineEdit;
 class QPlainTextEdit;
 class QProgressBar;
 class QSplitter;
-class QTableView;
 class QTabWidget;
 class ActionButton;
 class HintLabel;
+class HostChoice;
 class RecipeForm;
-class RunListModel;
-class SampleModel;
+class SamplesPanel;
+class StoreRunsPanel;
 class StudioContext;
 class TrainingCharts;
 
@@ -40,6 +41,9 @@ class TrainingPage : public StudioPage {
 
   TrainingCharts* charts() const { return charts_; }
   TrainingProcess* process() const { return process_; }
+  RemoteTraining* remote() const { return remote_; }
+  // Where Start trains: "" for this computer, else a host of hosts.json (docs/remote.md).
+  QString where() const;
   RunStorePoller* poller() const { return poller_; }
   const RunSnapshot& snapshot() const { return snapshot_; }
   // The training config the form describes (validated with the engine's own
@@ -51,6 +55,10 @@ class TrainingPage : public StudioPage {
   // Fills the form from a training config (the format of docs/training.md).
   bool setConfigJson(const QByteArray& json, QString* error = nullptr);
   void setOutputDir(const QString& dir);
+  // Selects this computer ("") or a host; false when the host is not in the list.
+  bool setWhere(const QString& host);
+  // Re-reads the hosts list (after the Hosts dialog changed it).
+  void reloadHosts();
   // A run folder (with runs.sqlite) or a run store file: follows its run
   // (the one whose folder it is, else the newest). Returns false with a message on the page otherwise.
   bool openRun(const QString& folderOrStore, const QString& runName = QString());
@@ -70,9 +78,13 @@ class TrainingPage : public StudioPage {
 
  private:
   QWidget* buildForm();
-  QWidget* buildRunsBox();
   QWidget* buildMonitor();
   void launch(const QString& configPath, bool resume);
+  void launchRemote(const QJsonObject& config, bool resume);
+  void clearMonitor(const QString& runName);
+  void connectRemote();
+  // A trainer being started or running here; a run followed on a host does not keep Start from starting another.
+  bool trainerActive() const { return process_->isRunning() || remote_->isLaunching(); }
   void onSnapshot(const RunSnapshot& snapshot);
   void onProcessFinished(int exitCode, bool crashed);
   void appendLog(const QString& line);
@@ -84,9 +96,8 @@ class TrainingPage : public StudioPage {
 
   StudioContext* context_;
   TrainingProcess* process_;
+  RemoteTraining* remote_;
   RunStorePoller* poller_;
-  RunListModel* runs_;
-  SampleModel* samples_;
   RecipeForm* recipe_;
   RunSnapshot snapshot_;
   TrainProgressLine lastProgress_;
@@ -100,19 +111,20 @@ class TrainingPage : public StudioPage {
   double etaSeconds_ = -1;
   QString progressText_;
 
+  HostChoice* where_;
   QLineEdit* outDir_;
+  QWidget* browseOut_;
   ActionButton* startButton_;
   ActionButton* stopButton_;
   ActionButton* resumeButton_;
   HintLabel* message_;
-  QTableView* runsView_;
+  StoreRunsPanel* storeRuns_;
   QLabel* runTitle_;
   QProgressBar* progressBar_;
   QLabel* progressLabel_;
   TrainingCharts* charts_;
   QTabWidget* tabs_;
-  QTableView* samplesView_;
-  QLabel* samplesTitle_;
+  SamplesPanel* samplesPanel_;
   QPlainTextEdit* log_;
   QSplitter* split_;
   QSplitter* monitorSplit_;

@@ -1,10 +1,8 @@
 #include "training/trainingprocess.h"
 
-#include <QCoreApplication>
-#include <QDir>
-#include <QFileInfo>
+#include "common/hostcommand.h"
+
 #include <QRegularExpression>
-#include <QStandardPaths>
 
 #include <csignal>
 
@@ -52,14 +50,7 @@ TrainingProcess::~TrainingProcess() {
   }
 }
 
-QString TrainingProcess::defaultProgram() {
-  const QString fromEnv = qEnvironmentVariable("EXPNET_CLI");
-  if (!fromEnv.isEmpty()) return fromEnv;
-  const QString besideStudio = QDir(QCoreApplication::applicationDirPath()).filePath(QStringLiteral("expnet"));
-  if (QFileInfo(besideStudio).isExecutable()) return besideStudio;
-  const QString onPath = QStandardPaths::findExecutable(QStringLiteral("expnet"));
-  return onPath.isEmpty() ? besideStudio : onPath;
-}
+QString TrainingProcess::defaultProgram() { return HostCommand::program(); }
 
 void TrainingProcess::start(const QString& configFile, const QString& outDir, bool resume, int threads) {
   if (isRunning()) return;

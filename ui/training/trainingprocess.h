@@ -24,8 +24,7 @@ class TrainingProcess : public QObject {
   explicit TrainingProcess(QObject* parent = nullptr);
   ~TrainingProcess() override;
 
-  // The `expnet` next to the studio executable (the build and the install put
-  // both in one folder), $EXPNET_CLI when set, else `expnet` on the PATH.
+  // HostCommand::program(): $EXPNET_CLI, the `expnet` beside the studio, or on the PATH.
   static QString defaultProgram();
   void setProgram(const QString& program) { program_ = program; }
   QString program() const { return program_; }

@@ -71,6 +71,7 @@ class Follower {
     auto last_line = Clock::now();
     const auto started = Clock::now();
     while (!(options_.stop && options_.stop())) {
+      may_wait_ = !options_.run.empty() && seconds_since(started) <= options_.wait_for_run_s;
       const size_t before = lines_;
       const bool more = poll();
       if (lines_ != before) last_line = Clock::now();
@@ -105,6 +106,8 @@ class Follower {
 
   // Reads what is new; true when a table had more rows than one slice.
   bool poll() {
+    // A run started a moment ago (`train --host` returns once it runs) may not have made its store yet.
+    if (may_wait_ && followed_.empty() && run_store_file_version(options_.store) <= 0) return false;
     check_schema();
     sqlite::Database db = open_run_store_read_only(options_.store);
     // Liveness before the snapshot: a run that has stopped wrote its last rows
@@ -232,6 +235,7 @@ class Follower {
   std::set<std::pair<int64_t, int64_t>> sent_stages_;
   size_t lines_ = 0;
   bool ended_ = false;
+  bool may_wait_ = false;  // a named run may still appear: a missing store is not an error yet
 };
 
 }  // namespace
