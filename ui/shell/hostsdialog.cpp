@@ -21,8 +21,8 @@ HostsDialog::HostsDialog(QWidget* parent) : QDialog(parent) {
   setWindowTitle(QStringLiteral("Hosts"));
   auto* layout = new QVBoxLayout(this);
   auto* intro = new QLabel(QStringLiteral(
-      "Machines the studio trains on over your own OpenSSH (its config, keys and agent; docs/remote.md). "
-      "Also `expnet hosts` and `expnet train --host`."));
+      "Machines the studio trains on, reached with your own OpenSSH: its config, keys and agent (docs/remote.md). "
+      "The command line shares this list: expnet hosts, expnet train --host."));
   intro->setWordWrap(true);
   layout->addWidget(intro);
   table_ = new QTableWidget(0, 4);

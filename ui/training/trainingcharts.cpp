@@ -96,7 +96,7 @@ QCPGraph* TrainingCharts::addSeries(QCustomPlot* plot, const QString& name, cons
                                     bool dots) {
   auto* graph = plot->addGraph();
   graph->setName(label);
-  graph->setPen(QPen(colour, 1.0));  // a 1 px line takes the raster engine's fast path: a 1.2 px one cost 3x (docs/remote.md)
+  graph->setPen(QPen(colour, 1.0));  // wider pens take Qt's path stroker (docs/performance.md, "Thin pens")
   if (dots) graph->setScatterStyle(QCPScatterStyle(QCPScatterStyle::ssDisc, colour, colour, 6));
   graph->setAdaptiveSampling(true);
   graphs_[name] = graph;
