@@ -9,6 +9,7 @@
 #include <sstream>
 
 #include <chrono>
+#include <filesystem>
 
 #include "command.h"
 #include "expnet/remote/hosts.h"
@@ -27,9 +28,10 @@ namespace {
 
 struct Options {
   std::string config, preset, out, store, name, ablation, host;
-  bool resume = false, no_progress = false, json = false, print_config = false, autocast = false;
+  std::string resume;  // "": a new run; "exact" (a bare --resume); "auto"
+  bool no_progress = false, json = false, print_config = false, autocast = false;
   int nproc = 0;
-  double dist_timeout = 60;
+  double dist_timeout = 300;
 };
 
 // The options a rank started by --nproc gets again, with a value (`text`) or as a
@@ -45,7 +47,9 @@ const ForwardedOption kForwarded[] = {
     {"--preset", &Options::preset, nullptr, "Built-in recipe: paper, shapes-demo, shapes-ablation, shapes-pnaic-k2 or shapes-pnaic-k5"},
     {"--store", &Options::store, nullptr, "Run store file (default: <run folder>/runs.sqlite)"},
     {"--name", &Options::name, nullptr, "Run name (default: the config's name)"},
-    {"--resume", nullptr, &Options::resume, "Continue the run in --out exactly where its last checkpoint left it"},
+    {"--resume", &Options::resume, nullptr,
+     "Continue the run in --out exactly where its last checkpoint left it; `--resume auto`: continue it when there is one, "
+     "else start it (what a worker that torchrun restarts needs)"},
     {"--no-progress", nullptr, &Options::no_progress, "No progress bar on stderr"},
     {"--json", nullptr, &Options::json, "Print the outcome as one compact JSON object"},
     {"--autocast", nullptr, &Options::autocast, "Mixed precision (float16 autocast + loss scaling); CUDA devices only"},
@@ -137,7 +141,7 @@ std::optional<RunInfo> existing_run(const std::string& store_path, const std::st
 // Each variant in turn, into <out or data dir/runs>/<run name>; an interrupted
 // ablation continues where it stopped. Ends with the table of all variants.
 void run_ablation(const RuntimeOptions& runtime, const Options& o) {
-  if (!o.config.empty() || !o.preset.empty() || !o.name.empty() || o.nproc > 0 || o.resume)
+  if (!o.config.empty() || !o.preset.empty() || !o.name.empty() || o.nproc > 0 || !o.resume.empty())
     throw std::runtime_error("expnet train --ablation: the file names the recipe and the runs; drop --config, --preset, "
                              "--name, --nproc and --resume (an interrupted ablation continues by itself)");
   const auto plan = read_ablation(o.ablation);
@@ -181,6 +185,14 @@ void run_ablation(const RuntimeOptions& runtime, const Options& o) {
   std::cout << (o.json ? runs_table_json(rows) + "\n" : runs_table_text(rows)) << std::flush;
 }
 
+// --resume auto: the run folder has a checkpoint, or its store a run of that name (killed before its first checkpoint).
+bool run_to_continue(const TrainOptions& t, const std::string& name) {
+  std::error_code error;
+  if (std::filesystem::exists(t.out_dir + "/checkpoints/latest.json", error)) return true;
+  const std::string store = t.store_path.empty() ? t.out_dir + "/runs.sqlite" : t.store_path;
+  return run_store_file_version(store) > 0 && RunStore(store, RunStore::Open::read_only).find_run_by_name(name).has_value();
+}
+
 void run(const RuntimeOptions& runtime, const Options& o) {
   apply_runtime(runtime);
   if (!o.host.empty()) return remote_launch(runtime, o);
@@ -205,7 +217,7 @@ void run(const RuntimeOptions& runtime, const Options& o) {
   t.dist_timeout_s = o.dist_timeout;
   t.autocast = o.autocast;
   t.store_path = o.store;
-  t.resume = o.resume;
+  t.resume = o.resume == "exact" || (o.resume == "auto" && run_to_continue(t, config.name));
   t.progress = !o.no_progress;
   t.device = runtime.device.empty() ? "cpu" : runtime.device;
   const auto outcome = run_training(config, t);
@@ -234,6 +246,7 @@ const bool registered = register_command({"train", 55, [](CLI::App& root) {
     if (option.text) c->add_option(option.name, (*o).*option.text, option.help);
     if (option.flag) c->add_flag(option.name, (*o).*option.flag, option.help);
   }
+  c->get_option("--resume")->expected(0, 1)->check(CLI::IsMember({"exact", "auto"}));
   c->add_option("--out", o->out, "Run folder (default: <data dir>/runs/<name>); with --ablation, the folder of the runs");
   c->add_option("--ablation", o->ablation,
                 "Ablation file: one run per variant of a base recipe, then their table (docs/training.md, \"Ablations\")");
@@ -243,8 +256,11 @@ const bool registered = register_command({"train", 55, [](CLI::App& root) {
                 "it runs. --out and dataset paths are the host's (relative: to its work folder)");
   c->add_option("--nproc", o->nproc, "Data-parallel training in N local processes (Gloo on loopback, 1 thread each by default)")
       ->check(CLI::Range(1, 256));
-  c->add_option("--dist-timeout", o->dist_timeout, "Distributed: seconds a rank waits for the others before failing (default 60)");
-  c->callback([runtime, o] { run(*runtime, *o); });
+  c->add_option("--dist-timeout", o->dist_timeout, "Distributed: seconds a rank waits for the others before failing (default 300)");
+  c->callback([c, runtime, o] {
+    if (c->count("--resume") > 0 && o->resume.empty()) o->resume = "exact";  // a bare --resume
+    run(*runtime, *o);
+  });
 }});
 
 }  // namespace

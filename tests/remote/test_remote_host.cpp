@@ -120,10 +120,7 @@ class TestRemoteHost : public QObject {
 
  private slots:
   void initTestCase() {
-    EXPNET_REQUIRE_TEST_HOSTS();
-    host_ = std::make_unique<expnet_test::TestHost>();
-    QString error;
-    QVERIFY2(host_->start("gpu-test", &error), qPrintable(error));
+    EXPNET_START_TEST_HOST(host_, "gpu-test");
     config_ = expnet_test::makeTempDir("remote_config");
     qputenv("EXPNET_HOME", (config_ + "/home").toUtf8());  // hosts.json, the run registry: the test's own
     const auto added = cli({"hosts", "add", "gpu", "--destination", host_->alias(), "--program", expnet_test::cliPath(),

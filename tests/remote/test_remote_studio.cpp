@@ -128,10 +128,7 @@ class TestRemoteStudio : public QObject {
 
  private slots:
   void initTestCase() {
-    EXPNET_REQUIRE_TEST_HOSTS();
-    host_ = std::make_unique<expnet_test::TestHost>();
-    QString error;
-    QVERIFY2(host_->start("gpu-studio", &error), qPrintable(error));
+    EXPNET_START_TEST_HOST(host_, "gpu-studio");
     home_ = expnet_test::makeTempDir("remote_studio");
     qputenv("EXPNET_HOME", (home_ + "/home").toUtf8());  // hosts.json, mirrors, the run registry: the test's own
     qputenv("EXPNET_CLI", expnet_test::cliPath().toUtf8());

@@ -202,6 +202,7 @@ QString TestHost::alias() const { return alias_; }
 QString TestHost::sshConfig() const { return file("ssh_config"); }
 QStringList TestHost::sshArgs() const { return {"-F", sshConfig()}; }
 QString TestHost::address() const { return address_; }
+QString TestHost::rootAddress() const { return n_ > 0 ? QStringLiteral("10.213.%1.1").arg(n_) : QString(); }
 QString TestHost::namespaceName() const { return ns_; }
 QString TestHost::workDir() const { return file("host"); }
 QString TestHost::sshdLog() const { return readText(file("sshd.log")); }

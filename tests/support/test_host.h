@@ -39,6 +39,7 @@ class TestHost {
   QString sshConfig() const;      // client config: callers pass `-F <this>` to ssh
   QStringList sshArgs() const;    // {"-F", sshConfig()}
   QString address() const;        // 10.213.N.2
+  QString rootAddress() const;    // 10.213.N.1: this (the root) namespace's end of the veth pair
   QString namespaceName() const;  // expnet-t<pid>-<N>
   QString workDir() const;        // a folder for the host's files, removed with the host
   QString sshdLog() const;        // sshd's stderr so far (LogLevel VERBOSE)
@@ -101,4 +102,15 @@ QString captionHereAndThere(TestHost& host, const QString& home, const QString& 
       if (expnet_test::TestHost::required()) QFAIL(qPrintable(expnetMsg));                     \
       QSKIP(qPrintable(expnetMsg));                                                            \
     }                                                                                          \
+  } while (0)
+
+// In a test's initTestCase: skips (fails under EXPNET_REQUIRE_NETNS=1) when this
+// machine cannot make test hosts, else starts one named `alias` into `holder` (a
+// std::unique_ptr<TestHost>), failing with the reason when it does not start.
+#define EXPNET_START_TEST_HOST(holder, alias)                                           \
+  do {                                                                                  \
+    EXPNET_REQUIRE_TEST_HOSTS();                                                        \
+    holder = std::make_unique<expnet_test::TestHost>();                                 \
+    QString expnetStartError;                                                           \
+    QVERIFY2(holder->start(QStringLiteral(alias), &expnetStartError), qPrintable(expnetStartError)); \
   } while (0)

@@ -11,11 +11,18 @@
 #include <torch/csrc/distributed/c10d/ProcessGroupGloo.hpp>
 #endif
 #if defined(EXPNET_HAVE_GLOO) || defined(EXPNET_HAVE_NCCL)
+#include <torch/csrc/distributed/c10d/PrefixStore.hpp>
 #include <torch/csrc/distributed/c10d/TCPStore.hpp>
 #endif
 #if defined(EXPNET_HAVE_NCCL)
 #include <torch/csrc/distributed/c10d/ProcessGroupNCCL.hpp>
 #endif
+
+#include <arpa/inet.h>
+#include <netdb.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
 
 #include <cstdlib>
 #include <stdexcept>
@@ -39,6 +46,11 @@ int env_int(const char* name, int fallback, bool required) {
 
 }  // namespace
 
+std::string distributed_host_name() {
+  char name[256] = {};
+  return ::gethostname(name, sizeof name - 1) == 0 ? name : "?";
+}
+
 DistributedEnv distributed_env_from_environment() {
   DistributedEnv env;
   env.world_size = std::max(1, env_int("WORLD_SIZE", 1, false));
@@ -53,7 +65,38 @@ DistributedEnv distributed_env_from_environment() {
                              std::to_string(env.world_size));
   if (env.master_port < 1 || env.master_port > 65535)
     throw std::runtime_error("distributed launch: MASTER_PORT " + std::to_string(env.master_port) + " is not a TCP port");
+  const char* agent = std::getenv("TORCHELASTIC_USE_AGENT_STORE");
+  env.agent_store = agent && std::string(agent) == "True";
+  env.restart_count = env_int("TORCHELASTIC_RESTART_COUNT", 0, false);
+  if (const char* ifname = std::getenv("GLOO_SOCKET_IFNAME"); ifname && *ifname) env.gloo_ifname = ifname;
   return env;
+}
+
+std::string local_address_towards(const std::string& peer) {
+  addrinfo hints{};
+  hints.ai_family = AF_UNSPEC;
+  hints.ai_socktype = SOCK_DGRAM;
+  addrinfo* found = nullptr;
+  if (const int rc = ::getaddrinfo(peer.c_str(), "9", &hints, &found); rc != 0)
+    throw std::runtime_error("distributed launch: cannot resolve MASTER_ADDR '" + peer + "': " + ::gai_strerror(rc));
+  std::string address;
+  for (addrinfo* a = found; a && address.empty(); a = a->ai_next) {
+    const int fd = ::socket(a->ai_family, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+    if (fd < 0) continue;
+    sockaddr_storage local{};
+    socklen_t size = sizeof local;
+    // A UDP connect sends nothing: it only picks the route and with it the source address.
+    if (::connect(fd, a->ai_addr, a->ai_addrlen) == 0 && ::getsockname(fd, reinterpret_cast<sockaddr*>(&local), &size) == 0) {
+      char text[INET6_ADDRSTRLEN] = {};
+      const void* raw = local.ss_family == AF_INET ? static_cast<const void*>(&reinterpret_cast<sockaddr_in*>(&local)->sin_addr)
+                                                   : static_cast<const void*>(&reinterpret_cast<sockaddr_in6*>(&local)->sin6_addr);
+      if (::inet_ntop(local.ss_family, raw, text, sizeof text)) address = text;
+    }
+    ::close(fd);
+  }
+  ::freeaddrinfo(found);
+  if (address.empty()) throw std::runtime_error("distributed launch: no route from this host to MASTER_ADDR '" + peer + "'");
+  return address;
 }
 
 bool distributed_available(const std::string& device, std::string* why) {
@@ -87,9 +130,9 @@ struct ProcessGroup::Impl {
     try {
       f()->wait();
     } catch (const std::exception& e) {
-      throw std::runtime_error("distributed rank " + std::to_string(rank) + ": " + what +
-                               " failed; another rank died or did not answer within " +
-                               std::to_string(timeout.count() / 1000) + " s (--dist-timeout). " + e.what());
+      throw DistributedPeerLost("distributed rank " + std::to_string(rank) + " (host " + distributed_host_name() +
+                                "): " + what + " failed; another rank died, its host was lost or did not answer within " +
+                                std::to_string(timeout.count() / 1000) + " s (--dist-timeout). " + e.what());
     }
   }
 };
@@ -105,11 +148,14 @@ ProcessGroup::ProcessGroup(const DistributedEnv& env, std::chrono::milliseconds 
   try {
     c10d::TCPStoreOptions so;
     so.port = static_cast<uint16_t>(env.master_port);
-    so.isServer = env.rank == 0;
+    so.isServer = env.rank == 0 && !env.agent_store;
     so.numWorkers = env.world_size;
     so.waitWorkers = false;
     so.timeout = timeout;
     impl_->store = c10::make_intrusive<c10d::TCPStore>(env.master_addr, so);
+    // Each restart of a torchrun worker group gets fresh keys in the agent's store.
+    if (env.agent_store)
+      impl_->store = c10::make_intrusive<c10d::PrefixStore>("/worker/attempt_" + std::to_string(env.restart_count), impl_->store);
   } catch (const std::exception& e) {
     throw std::runtime_error("distributed rank " + std::to_string(env.rank) + ": cannot reach the rendezvous store at " +
                              env.master_addr + ":" + std::to_string(env.master_port) + " within " +
@@ -128,10 +174,11 @@ ProcessGroup::ProcessGroup(const DistributedEnv& env, std::chrono::milliseconds 
 #endif
 #if defined(EXPNET_HAVE_GLOO)
     auto options = c10d::ProcessGroupGloo::Options::create(timeout);
-    // On loopback (the --nproc launcher) bind Gloo to 127.0.0.1; elsewhere to this host's address.
-    const bool loopback = env.master_addr == "127.0.0.1" || env.master_addr == "localhost";
-    options->devices.push_back(loopback ? c10d::ProcessGroupGloo::createDeviceForHostname("127.0.0.1")
-                                        : c10d::ProcessGroupGloo::createDefaultDevice());
+    // GLOO_SOCKET_IFNAME when set; else the address this host reaches rank 0's from
+    // (127.0.0.1 for the --nproc launcher), never what the host name resolves to.
+    options->devices.push_back(env.gloo_ifname.empty()
+                                   ? c10d::ProcessGroupGloo::createDeviceForHostname(local_address_towards(env.master_addr))
+                                   : c10d::ProcessGroupGloo::createDeviceForInterface(env.gloo_ifname));
     impl_->group = c10::make_intrusive<c10d::ProcessGroupGloo>(impl_->store, env.rank, env.world_size, options);
 #endif
   } catch (const std::runtime_error&) {

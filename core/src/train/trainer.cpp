@@ -35,6 +35,7 @@
 #include "expnet/train/train_steps.h"
 #include "train/autocast_scope.h"
 #include "train/distilled_data.h"
+#include "train/rank_agreement.h"
 #include "train/run_checkpoints.h"
 #include "train/stage_features.h"
 #include "train/train_data.h"
@@ -147,8 +148,7 @@ void Trainer::join_process_group() {
   const auto timeout = std::chrono::milliseconds(static_cast<int64_t>(options_.dist_timeout_s * 1000));
   group_ = std::make_unique<ProcessGroup>(env, timeout, options_.device);
   if (!rank0()) spdlog::set_level(spdlog::level::warn);  // one voice: rank 0 logs progress
-  spdlog::info("distributed: {} ranks ({}), rank 0 writes checkpoints and the run store", env.world_size,
-               cuda ? "NCCL" : "Gloo");
+  spdlog::info("distributed: {} ranks ({}), rank 0 writes checkpoints and the run store", env.world_size, cuda ? "NCCL" : "Gloo");
 }
 
 // A PNAIC run: the teacher, the student's config (written into config_, so the
@@ -531,7 +531,7 @@ TrainOutcome Trainer::run() {
     // run another trainer holds is not touched.
     if (store_ && lock_) {
       try {
-        store_->set_status(run_id_, "failed", e.what());
+        store_->set_status(run_id_, dynamic_cast<const DistributedPeerLost*>(&e) ? "interrupted" : "failed", e.what());
       } catch (const std::exception& store_error) {
         spdlog::warn("could not mark the run failed: {}", store_error.what());
       }
@@ -552,6 +552,8 @@ TrainOutcome Trainer::train() {
   const StopSignals stop_signals;
   open_run();
   if (group_) {
+    const std::string resumed_from = options_.resume && checkpoints_.any() ? checkpoints_.latest_path() : "";
+    check_ranks_agree(*group_, make_rank_fingerprint(config_, data_, resumed_from));
     sync_parameters();
     group_->barrier();  // every rank is ready (and rank 0 made its run) before the first step
   }

@@ -8,6 +8,7 @@
 
 #include <chrono>
 #include <memory>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
@@ -18,19 +19,41 @@ struct DistributedEnv {
   int rank = 0, world_size = 1, local_rank = 0;
   std::string master_addr = "127.0.0.1";
   int master_port = 29500;
+  // torchrun's agent already hosts the store on MASTER_ADDR:MASTER_PORT
+  // (TORCHELASTIC_USE_AGENT_STORE=True); workers use it under
+  // "/worker/attempt_<restart_count>" as PyTorch's env:// rendezvous does.
+  bool agent_store = false;
+  int restart_count = 0;     // TORCHELASTIC_RESTART_COUNT
+  std::string gloo_ifname;   // GLOO_SOCKET_IFNAME: the interface Gloo binds to
   bool active() const { return world_size > 1; }
 };
 
-// Reads RANK, WORLD_SIZE, LOCAL_RANK, MASTER_ADDR, MASTER_PORT. Without
-// WORLD_SIZE (or with 1) the result is a single process. Throws
-// std::runtime_error naming the variable when one is malformed or missing.
+// Reads RANK, WORLD_SIZE, LOCAL_RANK, MASTER_ADDR, MASTER_PORT and torchrun's
+// TORCHELASTIC_* variables. Without WORLD_SIZE (or with 1) the result is a single
+// process. Throws std::runtime_error naming the variable when one is malformed or missing.
 DistributedEnv distributed_env_from_environment();
 
 // Whether this build can create a process group for `device` ("cpu": Gloo,
 // "cuda...": NCCL); when not, `why` says what is missing.
 bool distributed_available(const std::string& device, std::string* why = nullptr);
 
-// A process group: rank 0 hosts the TCP rendezvous store on MASTER_ADDR:MASTER_PORT.
+// The local address this host reaches `peer` from (the source address of the
+// route to it): what Gloo binds to off loopback, since the host name may
+// resolve to 127.0.0.1 (Debian's /etc/hosts) or be shared by several hosts.
+// Throws std::runtime_error naming `peer` when there is no route.
+std::string local_address_towards(const std::string& peer);
+
+// This host's name, for messages that say which rank on which host failed.
+std::string distributed_host_name();
+
+// What a collective throws when a peer died or did not answer in time (a host
+// lost, the network cut): the run stops "interrupted", to be resumed, not "failed".
+struct DistributedPeerLost : std::runtime_error {
+  using std::runtime_error::runtime_error;
+};
+
+// A process group: rank 0 hosts the TCP rendezvous store on MASTER_ADDR:MASTER_PORT
+// (under torchrun, its agent does).
 // Every collective fails (throws std::runtime_error) instead of hanging when a
 // peer dies or does not answer within `timeout`.
 class ProcessGroup {

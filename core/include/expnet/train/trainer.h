@@ -18,7 +18,7 @@ struct TrainOptions {
   std::string device = "cpu";
   // Distributed (RANK/WORLD_SIZE/... in the environment, see expnet/train/distributed.h):
   // every collective fails after this long without an answer from a peer.
-  double dist_timeout_s = 60;
+  double dist_timeout_s = 300;
   // Mixed precision (CUDA only): forward passes under autocast (float16) with
   // dynamic loss scaling. Refused on CPU.
   bool autocast = false;
