@@ -174,9 +174,12 @@ class TestRemoteHost : public QObject {
     QVERIFY2(first.waitUntil([&] { return first.count("step") >= 3; }, 30000), first.process.readAllStandardError().constData());
     // A mirror follows it too, across the same cut, reconnecting by itself.
     const QString mirrorPath = config_ + "/mirror.sqlite";
-    QProcess mirror;
+    QProcess mirror, second;
     mirror.start(expnet_test::cliPath(), {"runs", "mirror", "--host", "gpu", "--store", store, "--mirror", mirrorPath});
     QVERIFY(mirror.waitForStarted());
+    // A second studio of the same user follows the same run into the same mirror file.
+    second.start(expnet_test::cliPath(), {"runs", "mirror", "--host", "gpu", "--store", store, "--mirror", mirrorPath});
+    QVERIFY(second.waitForStarted());
     QElapsedTimer cut;
     cut.start();
     QVERIFY(host_->cutLink());
@@ -216,6 +219,7 @@ class TestRemoteHost : public QObject {
     QVERIFY2(mirror.waitForFinished(120000), "the mirror did not end within 120 s of the run");
     const QString mirrorLog = QString::fromUtf8(mirror.readAllStandardError());
     QVERIFY2(mirror.exitCode() == 0 && mirrorLog.contains("reconnecting to gpu"), qPrintable(mirrorLog));
+    QVERIFY2(second.waitForFinished(60000) && second.exitCode() == 0, second.readAllStandardError().constData());
     const expnet::RunStore copy(mirrorPath.toStdString(), expnet::RunStore::Open::read_only);
     QCOMPARE(copy.list_runs().size(), size_t(1));
     QCOMPARE(copy.list_runs().front().status, std::string("finished"));
@@ -286,6 +290,30 @@ class TestRemoteHost : public QObject {
     for (int i = 0; i < steps.size(); ++i) QCOMPARE(steps[i], i + 1);
     QVERIFY2(pwnedFiles(host_->workDir()).isEmpty(), qPrintable(pwnedFiles(host_->workDir()).join(", ")));
     bringTheCheckpointHome(store, host_->workDir() + "/" + out + "/final.pth");
+  }
+
+  // The host's disk fills up (a 512 KiB file system mounted there on the run's folder):
+  // the run stops, and what comes back names the host and the reason.
+  void aHostWhoseDiskFillsUp() {
+    const QString full = host_->workDir() + "/full";
+    QVERIFY(QDir().mkpath(full));
+    QVERIFY2(host_->mountSmallDisk(full, "512k"), qPrintable(host_->lastError()));
+    const auto started = cli({"train", "--host", "gpu", "--config", recipe(config_, 400), "--out", "full/run", "--threads", "1"});
+    QString why = QString::fromUtf8(started.err);
+    if (started.exitCode == 0) {  // it ran out of space after the settling time: the run says so
+      Follow run;
+      run.start({"runs", "follow", "--host", "gpu", "--store", "full/run/runs.sqlite"});
+      QVERIFY2(run.waitUntil([&] { return run.process.state() == QProcess::NotRunning; }, 120000), "the follow did not end");
+      QJsonObject last;
+      for (const auto& line : run.lines)
+        if (line["type"] == "run") last = line;
+      why = last["status"].toString() + ": " + last["error"].toString() + QString::fromUtf8(run.process.readAllStandardError());
+      QVERIFY2(last["status"] == "failed" || last["status"] == "interrupted", qPrintable(why));
+    } else {
+      QVERIFY2(why.contains("host 'gpu'"), qPrintable(why));
+    }
+    qInfo("a full disk on the host: %s", qPrintable(why.simplified().left(400)));
+    QVERIFY2(why.contains("No space left on device") || why.contains("disk is full") || why.contains("EFBIG"), qPrintable(why));
   }
 
   // Last: the host's key changes; ssh refuses it and says so, and so do we.

@@ -155,6 +155,11 @@ class TestRunFollow : public QObject {
     QCOMPARE(mirrored.validations(run.id).size(), size_t(1));
     QCOMPARE(mirrored.samples(run.id).size(), size_t(2));
     QCOMPARE(mirrored.stages(run.id).size(), size_t(1));
+    // Every line again (a second follower of the same mirror, or a follow from an older cursor): nothing doubles.
+    mirror.apply(lines);
+    QCOMPARE(mirrored.steps(run.id).size(), original.steps(run.id).size());
+    QCOMPARE(mirrored.validations(run.id).size(), size_t(1));
+    QCOMPARE(mirrored.samples(run.id).size(), size_t(2));
     const auto origin = mirror_origin(copy);
     QVERIFY(origin && origin->host == "gpu1" && origin->remote_store == "runs/a/runs.sqlite");
     QVERIFY(!mirror_origin(path));

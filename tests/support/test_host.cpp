@@ -222,6 +222,13 @@ bool TestHost::cutLink() {
   return r.code == 0 || fail(QStringLiteral("cutting the link failed: ") + describe(r));
 }
 
+bool TestHost::mountSmallDisk(const QString& dir, const QString& size) {
+  if (!sshd_ || sshd_->processId() <= 0) return fail(QStringLiteral("mounting a disk: sshd is not running"));
+  const Run r = run(tool("nsenter"), {"--target", QString::number(sshd_->processId()), "--mount", "--", tool("mount"), "-t",
+                                      "tmpfs", "-o", "size=" + size, "expnet-test-disk", dir});
+  return r.code == 0 || fail(QStringLiteral("mounting a disk failed: ") + describe(r));
+}
+
 bool TestHost::restoreLink() {
   const Run r = ip({"-n", ns_, "link", "set", nsVeth_, "up"});
   if (r.code != 0) return fail(QStringLiteral("restoring the link failed: ") + describe(r));

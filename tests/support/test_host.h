@@ -52,6 +52,9 @@ class TestHost {
   bool restoreLink();
   // Restarts sshd with a new host key; known_hosts keeps the old one, so clients are refused.
   bool replaceHostKey();
+  // Mounts a tmpfs of `size` (e.g. "512k") on `dir` as the host's programs see it: in sshd's
+  // mount namespace (`ip netns exec` gave it its own), which goes with the host's last program.
+  bool mountSmallDisk(const QString& dir, const QString& size);
 
   // Runs `ssh -F sshConfig() -- alias remoteArgs...` (stdin empty) and returns its stdout.
   // exitCode is ssh's (255 for ssh's own errors), -1 on timeout.

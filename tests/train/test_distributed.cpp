@@ -1,6 +1,7 @@
 // Data-parallel training (c10d Gloo on loopback): 2 ranks with batch b end with
 // the parameters of 1 process with batch 2b; an interrupted 2-rank run resumes
-// exactly. Failure handling: test_distributed_failure.cpp.
+// exactly; SLURM's variables (srun) make ranks too. Failure handling:
+// test_distributed_failure.cpp.
 #include <torch/torch.h>
 
 #include <csignal>
@@ -70,6 +71,48 @@ class TestDistributed : public QObject {
     const auto y = expnet::read_state_dict((cut + "/final.pth").toStdString());
     QCOMPARE(x.size(), y.size());
     for (size_t i = 0; i < x.size(); ++i) QVERIFY2(torch::equal(x[i].second, y[i].second), x[i].first.c_str());
+  }
+
+  // srun sets SLURM's variables, not torchrun's: two ranks from SLURM_NTASKS,
+  // SLURM_PROCID and the first host of SLURM_JOB_NODELIST train together; a node
+  // range without scontrol to expand it is refused, saying what to set.
+  void slurmVariablesMakeRanks() {
+    const QString out = expnet_test::makeTempDir("dist_slurm");
+    QProcess ranks[2];
+    for (int r = 0; r < 2; ++r) {
+      QProcessEnvironment env = QProcessEnvironment::systemEnvironment();
+      for (const char* name : {"RANK", "WORLD_SIZE", "LOCAL_RANK", "MASTER_ADDR"}) env.remove(name);
+      env.insert("SLURM_NTASKS", "2");
+      env.insert("SLURM_PROCID", QString::number(r));
+      env.insert("SLURM_LOCALID", QString::number(r));
+      env.insert("SLURM_JOB_NODELIST", "127.0.0.1,127.0.0.2");
+      env.insert("MASTER_PORT", QString::number(29700 + QCoreApplication::applicationPid() % 200));
+      ranks[r].setProcessEnvironment(env);
+      ranks[r].start(expnet_test::cliPath(), {"train", "--config", kConfig, "--out", out, "--threads", "1", "--no-progress",
+                                              "--dist-timeout", "60"});
+    }
+    for (QProcess& rank : ranks) QVERIFY(rank.waitForFinished(120000));
+    const QString err0 = QString::fromUtf8(ranks[0].readAllStandardError());
+    QVERIFY2(ranks[0].exitCode() == 0 && ranks[1].exitCode() == 0, qPrintable(err0 + ranks[1].readAllStandardError()));
+    QVERIFY2(err0.contains("distributed: 2 ranks (Gloo)"), qPrintable(err0));
+    QVERIFY(QFileInfo::exists(out + "/final.pth"));
+
+    QProcess range;
+    QProcessEnvironment env = QProcessEnvironment::systemEnvironment();
+    env.remove("WORLD_SIZE");
+    env.remove("MASTER_ADDR");
+    env.insert("SLURM_NTASKS", "2");
+    env.insert("SLURM_PROCID", "1");
+    env.insert("SLURM_JOB_NODELIST", "gpu[01-02]");
+    env.insert("PATH", "/nonexistent");  // no scontrol
+    range.setProcessEnvironment(env);
+    range.start(expnet_test::cliPath(), {"train", "--config", kConfig, "--out", expnet_test::makeTempDir("dist_slurm_range")});
+    QVERIFY(range.waitForFinished(60000));
+    const QString why = QString::fromUtf8(range.readAllStandardError());
+    QCOMPARE(range.exitCode(), 1);
+    QVERIFY2(why.contains("SLURM_JOB_NODELIST 'gpu[01-02]' is a range and `scontrol` is not on the PATH") &&
+                 why.contains("set MASTER_ADDR"),
+             qPrintable(why));
   }
 };
 

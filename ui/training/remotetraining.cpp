@@ -66,7 +66,7 @@ void RemoteTraining::launch(const QString& host, const QJsonObject& config, cons
     emit failed(QString::fromStdString(e.what()));
     return;
   }
-  store_ = QDir::cleanPath(out + QStringLiteral("/runs.sqlite"));
+  store_ = out + QStringLiteral("/runs.sqlite");  // as `train --host` reports it: the mirror is named after this text
   stopRequested_ = reconnecting_ = false;
   fingerprintAtLaunch_ = resume ? runFingerprint() : QString();
   launchedAtMs_ = QDateTime::currentMSecsSinceEpoch();

@@ -102,7 +102,11 @@ void RunMirror::apply(const std::vector<std::string>& lines) {
   sqlite::Statement validation(db, label,
                                "INSERT OR REPLACE INTO validation(run, stage, epoch, step, bleu1, bleu2, bleu3, bleu4, "
                                "rouge_l, cider_d) VALUES(?, ?, ?, ?, ?, ?, ?, ?, ?, ?)");
-  sqlite::Statement sample(db, label, "INSERT INTO samples(run, stage, epoch, image, caption, reference) VALUES(?, ?, ?, ?, ?, ?)");
+  // A sample's row id is the host's (its line's cursor): applied twice (two followers of one
+  // mirror, a follow resumed from an older cursor) it is the same row, never a second one.
+  sqlite::Statement sample(db, label,
+                           "INSERT OR REPLACE INTO samples(rowid, run, stage, epoch, image, caption, reference) "
+                           "VALUES(?, ?, ?, ?, ?, ?, ?)");
   std::string cursor;
   for (const auto& text : lines) try {
     const json line = json::parse(text, nullptr, false);
@@ -141,9 +145,10 @@ void RunMirror::apply(const std::vector<std::string>& lines) {
       validation.run();
     }
     if (type == "sample")
-      sample.bind(1, line["run"].get<int64_t>()).bind(2, line["stage"].get<int64_t>()).bind(3, line["epoch"].get<int64_t>())
-          .bind(4, line["image"].get<std::string>()).bind(5, line["caption"].get<std::string>())
-          .bind(6, line["reference"].get<std::string>()).run();
+      sample.bind(1, FollowCursor::parse(line["cursor"].get<std::string>()).samples).bind(2, line["run"].get<int64_t>())
+          .bind(3, line["stage"].get<int64_t>()).bind(4, line["epoch"].get<int64_t>())
+          .bind(5, line["image"].get<std::string>()).bind(6, line["caption"].get<std::string>())
+          .bind(7, line["reference"].get<std::string>()).run();
     if (line.contains("cursor")) cursor = line["cursor"].get<std::string>();
   } catch (const json::exception& e) {
     throw std::runtime_error(label + ": a follow line it cannot read (" + e.what() + "): " + text.substr(0, 200));

@@ -1,9 +1,7 @@
 #include "expnet/remote/ssh_remote.h"
 
 #include <fcntl.h>
-#include <poll.h>
 #include <signal.h>
-#include <spawn.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -20,8 +18,7 @@
 #include <stdexcept>
 
 #include "expnet/system/atomic_file.h"
-
-extern char** environ;
+#include "system/child_process.h"
 
 namespace expnet {
 
@@ -81,57 +78,6 @@ std::vector<std::string> ssh_argv(const Host& host, int timeout_s) {
   return argv;
 }
 
-namespace {
-
-struct Pipe {
-  int fd[2] = {-1, -1};
-  Pipe() {
-    if (::pipe2(fd, O_CLOEXEC) != 0) throw std::runtime_error(std::string("cannot make a pipe: ") + std::strerror(errno));
-  }
-  ~Pipe() {
-    for (int& f : fd)
-      if (f >= 0) ::close(f);
-  }
-  void close_end(int i) {
-    if (fd[i] >= 0) ::close(fd[i]);
-    fd[i] = -1;
-  }
-};
-
-// Starts argv[0] (searched on PATH) with its stdin, stdout and stderr on pipes.
-pid_t spawn_with_pipes(const std::vector<std::string>& args, Pipe& in, Pipe& out, Pipe& err) {
-  posix_spawn_file_actions_t actions;
-  posix_spawn_file_actions_init(&actions);
-  posix_spawn_file_actions_adddup2(&actions, in.fd[0], STDIN_FILENO);
-  posix_spawn_file_actions_adddup2(&actions, out.fd[1], STDOUT_FILENO);
-  posix_spawn_file_actions_adddup2(&actions, err.fd[1], STDERR_FILENO);
-  std::vector<char*> argv;
-  for (const auto& a : args) argv.push_back(const_cast<char*>(a.c_str()));
-  argv.push_back(nullptr);
-  pid_t pid = -1;
-  const int rc = ::posix_spawnp(&pid, argv[0], &actions, nullptr, argv.data(), environ);
-  posix_spawn_file_actions_destroy(&actions);
-  if (rc != 0)
-    throw std::runtime_error("cannot start " + args.front() + " (" + std::strerror(rc) +
-                             "): install OpenSSH's client (apt install openssh-client)");
-  in.close_end(0);
-  out.close_end(1);
-  err.close_end(1);
-  return pid;
-}
-
-void write_all(int fd, const std::string& bytes) {
-  size_t done = 0;
-  while (done < bytes.size()) {
-    const ssize_t n = ::write(fd, bytes.data() + done, bytes.size() - done);
-    if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) return;  // ssh ended early: its status and stderr say why
-    done += static_cast<size_t>(n);
-  }
-}
-
-}  // namespace
-
 RemoteResult run_remote(const Host& host, const RemoteRequest& request, int timeout_s,
                         const std::function<void(const std::string& line)>& on_line) {
   std::string out, pending;
@@ -149,53 +95,11 @@ RemoteResult run_remote(const Host& host, const RemoteRequest& request, int time
 
 RemoteResult run_remote_bytes(const Host& host, const RemoteRequest& request, int timeout_s,
                               const std::function<void(const char* data, size_t size)>& on_bytes) {
-  Pipe in, out, err;
-  const pid_t pid = spawn_with_pipes(ssh_argv(host, std::min(timeout_s, 10)), in, out, err);
-  struct sigaction ignore {}, previous {};
-  ignore.sa_handler = SIG_IGN;
-  ::sigaction(SIGPIPE, &ignore, &previous);  // ssh may end before reading the request
-  write_all(in.fd[1], request.to_json() + "\n");
-  ::sigaction(SIGPIPE, &previous, nullptr);
-  in.close_end(1);
+  const ChildResult child = run_child(ssh_argv(host, std::min(timeout_s, 10)), request.to_json() + "\n", timeout_s, on_bytes,
+                                      "install OpenSSH's client (apt install openssh-client)");
   RemoteResult result;
-  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(timeout_s);
-  bool timed_out = false;
-  try {
-    while (out.fd[0] >= 0 || err.fd[0] >= 0) {
-      const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now());
-      if (left.count() <= 0) {
-        timed_out = true;
-        ::kill(pid, SIGKILL);
-        break;
-      }
-      pollfd fds[2] = {{out.fd[0], POLLIN, 0}, {err.fd[0], POLLIN, 0}};
-      if (::poll(fds, 2, static_cast<int>(std::min<int64_t>(left.count(), 1000))) < 0 && errno != EINTR) break;
-      char buffer[65536];
-      for (int i = 0; i < 2; ++i) {
-        Pipe& p = i == 0 ? out : err;
-        if (p.fd[0] < 0 || !(fds[i].revents & (POLLIN | POLLHUP | POLLERR))) continue;
-        const ssize_t n = ::read(p.fd[0], buffer, sizeof buffer);
-        if (n <= 0) {
-          if (n < 0 && errno == EINTR) continue;
-          p.close_end(0);
-          continue;
-        }
-        if (i == 0)
-          on_bytes(buffer, static_cast<size_t>(n));
-        else if (result.err.size() < (1u << 20))  // ssh's and the command's messages; never unbounded
-          result.err.append(buffer, static_cast<size_t>(n));
-      }
-    }
-  } catch (...) {  // a callback refused what came: ssh ends with it, never left behind
-    ::kill(pid, SIGKILL);
-    while (::waitpid(pid, nullptr, 0) < 0 && errno == EINTR) {
-    }
-    throw;
-  }
-  int status = 0;
-  while (::waitpid(pid, &status, 0) < 0 && errno == EINTR) {
-  }
-  result.status = timed_out ? -1 : WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+  result.status = child.status;
+  result.err = child.err;
   return result;
 }
 

@@ -27,6 +27,8 @@
 #include <cstdlib>
 #include <stdexcept>
 
+#include "system/child_process.h"
+
 namespace expnet {
 
 namespace {
@@ -44,6 +46,45 @@ int env_int(const char* name, int fallback, bool required) {
   return static_cast<int>(parsed);
 }
 
+
+// The first host of a SLURM node list: "a,b" is read here; a range ("gpu[01-04]")
+// is expanded by SLURM's own `scontrol show hostnames`.
+std::string first_slurm_host(const std::string& list) {
+  if (list.find('[') == std::string::npos) return list.substr(0, list.find(','));
+  std::string out;
+  ChildResult result;
+  try {
+    result = run_child({"scontrol", "show", "hostnames", list}, "", 30, [&](const char* data, size_t size) { out.append(data, size); },
+                       "");
+  } catch (const std::exception&) {
+    throw std::runtime_error("distributed launch: SLURM_JOB_NODELIST '" + list + "' is a range and `scontrol` is not on the "
+                             "PATH to expand it: set MASTER_ADDR to the first host of the job");
+  }
+  const std::string first = out.substr(0, out.find('\n'));
+  if (result.status != 0 || first.empty())
+    throw std::runtime_error("distributed launch: `scontrol show hostnames " + list + "` failed (status " +
+                             std::to_string(result.status) + "): " + result.err + "; set MASTER_ADDR to the first host");
+  return first;
+}
+
+// srun: SLURM's variables when torchrun's are absent.
+bool slurm_env(DistributedEnv& env) {
+  if (std::getenv("WORLD_SIZE") || env_int("SLURM_NTASKS", 1, false) <= 1) return false;
+  env.world_size = env_int("SLURM_NTASKS", 1, true);
+  env.rank = env_int("SLURM_PROCID", 0, true);
+  env.local_rank = env_int("SLURM_LOCALID", 0, false);
+  env.master_port = env_int("MASTER_PORT", 29500, false);
+  if (const char* addr = std::getenv("MASTER_ADDR"); addr && *addr) {
+    env.master_addr = addr;
+  } else {
+    const char* list = std::getenv("SLURM_JOB_NODELIST");
+    if (!list || !*list) list = std::getenv("SLURM_NODELIST");
+    if (!list || !*list) throw std::runtime_error("distributed launch: SLURM_NTASKS is set but not SLURM_JOB_NODELIST: set MASTER_ADDR");
+    env.master_addr = first_slurm_host(list);
+  }
+  return true;
+}
+
 }  // namespace
 
 std::string distributed_host_name() {
@@ -53,6 +94,7 @@ std::string distributed_host_name() {
 
 DistributedEnv distributed_env_from_environment() {
   DistributedEnv env;
+  if (slurm_env(env)) return env;
   env.world_size = std::max(1, env_int("WORLD_SIZE", 1, false));
   if (env.world_size == 1) return env;
   env.rank = env_int("RANK", 0, true);

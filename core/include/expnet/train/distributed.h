@@ -29,8 +29,11 @@ struct DistributedEnv {
 };
 
 // Reads RANK, WORLD_SIZE, LOCAL_RANK, MASTER_ADDR, MASTER_PORT and torchrun's
-// TORCHELASTIC_* variables. Without WORLD_SIZE (or with 1) the result is a single
-// process. Throws std::runtime_error naming the variable when one is malformed or missing.
+// TORCHELASTIC_* variables; without WORLD_SIZE, SLURM's (srun): SLURM_NTASKS,
+// SLURM_PROCID, SLURM_LOCALID, MASTER_ADDR or else the first host of
+// SLURM_JOB_NODELIST (a range expanded by `scontrol show hostnames`), MASTER_PORT
+// or else 29500. Otherwise (or with one process) a single process. Throws
+// std::runtime_error naming the variable when one is malformed or missing.
 DistributedEnv distributed_env_from_environment();
 
 // Whether this build can create a process group for `device` ("cpu": Gloo,
