@@ -252,6 +252,47 @@ class TestTrainingPage : public QObject {
     QVERIFY(!page.openRun(runDir_ + "/no-such-folder"));
   }
 
+  // Two runs of one recipe in two folders, as many rows each: after following one,
+  // opening the other shows the other's curves and runs, never the first's.
+  void switchingRunsShowsTheNamedRunsCurves() {
+    const QString root = expnet_test::makeTempDir("trainpage_two_runs");
+    QStringList folders;
+    for (const QString& name : {QStringLiteral("run-a"), QStringLiteral("run-b")}) {
+      const QString folder = root + "/" + name;
+      QDir().mkpath(folder);
+      expnet::RunStore store((folder + "/runs.sqlite").toStdString());
+      const int64_t id = store.create_run(name.toStdString(), tinyConfig().toStdString(), folder.toStdString());
+      store.add_stage(id, 0, "xe", "{}");
+      std::vector<expnet::StepRecord> steps;
+      for (int64_t step = 1; step <= 30; ++step) {
+        expnet::StepRecord r;
+        r.run = id;
+        r.step = step;
+        r.loss = (name == "run-a" ? 5.0 : 9.0) / double(step);
+        r.lr = name == "run-a" ? 1e-3 : 2e-3;
+        steps.push_back(r);
+      }
+      store.log_steps(steps);
+      expnet::ValidationRecord v;
+      v.run = id;
+      v.cider_d = name == "run-a" ? 0.25 : 0.75;
+      store.log_validation(v);
+      store.set_status(id, "finished");
+      folders << folder;
+    }
+    StudioContext context;
+    TrainingPage page(&context);
+    for (const int which : {0, 1, 0}) {
+      QVERIFY(page.openRun(folders[which]));
+      const QString name = which == 0 ? "run-a" : "run-b";
+      QTRY_VERIFY_WITH_TIMEOUT(!page.isBusy() && QString::fromStdString(page.snapshot().run.name) == name, kWaitMs);
+      compareWithStore(page, folders[which] + "/runs.sqlite", name);
+      const QJsonArray runs = page.describe()["runs"].toArray();
+      QCOMPARE(runs.size(), 1);
+      QCOMPARE(runs[0].toObject()["name"].toString(), name);
+    }
+  }
+
   void studioScreenshotOfARun() {
     if (runDir_.isEmpty()) QSKIP("needs the run of startPlotStopCheckpointResume");
     const QString png = expnet_test::makeTempDir(QStringLiteral("trainpage_shot")) + "/training.png";

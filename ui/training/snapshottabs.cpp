@@ -76,7 +76,8 @@ void StoreRunsPanel::show(const RunSnapshot& snapshot) {
   const auto& runs = snapshot.runs;
   bool changed = runs.size() != runs_->rows().size();
   for (size_t i = 0; !changed && i < runs.size(); ++i)
-    changed = runs[i].status != runs_->rows()[i].status || runs[i].steps != runs_->rows()[i].steps;
+    changed = runs[i].id != runs_->rows()[i].id || runs[i].name != runs_->rows()[i].name ||
+              runs[i].status != runs_->rows()[i].status || runs[i].steps != runs_->rows()[i].steps;
   if (!changed) return;
   runs_->setRows(runs);
   view_->resizeColumnsToContents();

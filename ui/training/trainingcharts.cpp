@@ -103,10 +103,12 @@ QCPGraph* TrainingCharts::addSeries(QCustomPlot* plot, const QString& name, cons
   return graph;
 }
 
-void TrainingCharts::setData(const std::vector<expnet::StepRecord>& steps,
+void TrainingCharts::setData(const QString& runKey, const std::vector<expnet::StepRecord>& steps,
                              const std::vector<expnet::ValidationRecord>& validations) {
   const int64_t lastStep = steps.empty() ? -1 : steps.back().step;
-  if (steps.size() == stepCount_ && validations.size() == validationCount_ && lastStep == lastStep_) return;
+  // Two runs of one recipe have as many rows: the same counts never mean the same run.
+  if (runKey == runKey_ && steps.size() == stepCount_ && validations.size() == validationCount_ && lastStep == lastStep_) return;
+  runKey_ = runKey;
   stepCount_ = steps.size();
   validationCount_ = validations.size();
   lastStep_ = lastStep;
@@ -147,7 +149,7 @@ void TrainingCharts::showEvent(QShowEvent* event) {
   if (std::exchange(stale_, false)) redraw();
 }
 
-void TrainingCharts::clear() { setData({}, {}); }
+void TrainingCharts::clear() { setData(QString(), {}, {}); }
 
 void TrainingCharts::refit(QCustomPlot* plot) {
   fitPlotAxes(plot);

@@ -22,8 +22,10 @@ class TrainingCharts : public QWidget {
  public:
   explicit TrainingCharts(QWidget* parent = nullptr);
 
-  // Replaces the plotted data (cheap: only when the row counts changed).
-  void setData(const std::vector<expnet::StepRecord>& steps, const std::vector<expnet::ValidationRecord>& validations);
+  // Replaces the plotted data of run `runKey` (any text naming the run: its store and id).
+  // Cheap: redrawn only when the run or its row counts changed.
+  void setData(const QString& runKey, const std::vector<expnet::StepRecord>& steps,
+               const std::vector<expnet::ValidationRecord>& validations);
   void clear();
   bool logScale() const;
   void setLogScale(bool on);
@@ -55,5 +57,6 @@ class TrainingCharts : public QWidget {
   PlotFollowing* following_;
   size_t stepCount_ = size_t(-1), validationCount_ = size_t(-1);
   int64_t lastStep_ = -1;
+  QString runKey_;
   bool stale_ = false;  // data set while hidden: drawn when shown
 };

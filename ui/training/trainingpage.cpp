@@ -453,7 +453,7 @@ void TrainingPage::onSnapshot(const RunSnapshot& snapshot) {
                             .arg(snapshot.run.id)
                             .arg(snapshot.storePath, QString::fromStdString(snapshot.run.out_dir)));
   poller_->setIdle(snapshot.run.status != "running" && !trainerActive());
-  charts_->setData(snapshot.steps, snapshot.validations);
+  charts_->setData(snapshot.storePath + '#' + QString::number(snapshot.run.id), snapshot.steps, snapshot.validations);
   samplesPanel_->show(snapshot);
   storeRuns_->show(snapshot);
   updateProgress();
