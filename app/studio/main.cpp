@@ -27,10 +27,23 @@
 int main(int argc, char** argv) {
   expnet::restart_with_passive_openmp_wait(argv);
   expnet::keep_freed_memory_for_reuse();
-  // A screenshot needs no display: render offscreen unless told otherwise.
-  for (int i = 1; i < argc; ++i)
-    if (QByteArray(argv[i]) == "--screenshot" && qEnvironmentVariableIsEmpty("QT_QPA_PLATFORM"))
+  // A screenshot, --help and --version need no display: offscreen unless told otherwise.
+  bool needsDisplay = true;
+  for (int i = 1; i < argc; ++i) {
+    const QByteArray arg(argv[i]);
+    if (arg == "--screenshot" || arg == "--help" || arg == "-h" || arg == "--help-all" || arg == "--version" || arg == "-v")
+      needsDisplay = false;
+  }
+  if (qEnvironmentVariableIsEmpty("QT_QPA_PLATFORM")) {
+    if (!needsDisplay) {
       qputenv("QT_QPA_PLATFORM", "offscreen");
+    } else if (qEnvironmentVariableIsEmpty("DISPLAY") && qEnvironmentVariableIsEmpty("WAYLAND_DISPLAY")) {
+      // Qt would abort; say what is missing instead.
+      std::fprintf(stderr, "error: expnet-studio needs a display, and neither DISPLAY nor WAYLAND_DISPLAY is set: run it "
+                           "in a desktop session (or under Xvfb); on a server, use the `expnet` command line\n");
+      return 1;
+    }
+  }
 
   QApplication app(argc, argv);
   QApplication::setApplicationName(QStringLiteral("expnet-studio"));

@@ -9,6 +9,7 @@
 #include <QListWidget>
 #include <QMenu>
 #include <QMenuBar>
+#include <QProcess>
 #include <QtTest>
 
 #include "shell/aboutdialog.h"
@@ -131,6 +132,28 @@ class TestGuiSmoke : public QObject {
     QCOMPARE(doc.value(QStringLiteral("threads")).toInt(), 1);
     QVERIFY(doc.contains(QStringLiteral("content")));
   }
+  // Without any display: --help and --version print and exit 0; a window asks for one
+  // in a sentence (Qt itself would abort).
+  void helpAndVersionNeedNoDisplay() {
+    QProcess p;
+    QProcessEnvironment env = QProcessEnvironment::systemEnvironment();
+    for (const char* name : {"DISPLAY", "WAYLAND_DISPLAY", "QT_QPA_PLATFORM"}) env.remove(name);
+    p.setProcessEnvironment(env);
+    for (const QString& option : {QStringLiteral("--help"), QStringLiteral("--version")}) {
+      p.start(expnet_test::studioPath(), {option});
+      QVERIFY(p.waitForFinished(30000));
+      QCOMPARE(p.exitStatus(), QProcess::NormalExit);
+      QCOMPARE(p.exitCode(), 0);
+      const QByteArray out = p.readAllStandardOutput();
+      QVERIFY2(out.contains(option == "--help" ? "Usage:" : EXPNET_VERSION), out.constData());
+    }
+    p.start(expnet_test::studioPath(), {});
+    QVERIFY(p.waitForFinished(30000));
+    QCOMPARE(p.exitStatus(), QProcess::NormalExit);
+    QCOMPARE(p.exitCode(), 1);
+    QVERIFY2(p.readAllStandardError().contains("needs a display"), "no sentence about the display");
+  }
+
   void unknownPageIsAnError() {
     const auto r = expnet_test::runProcess(expnet_test::studioPath(),
                                            {QStringLiteral("--screenshot"), QStringLiteral("/tmp/x.png"),
