@@ -52,7 +52,8 @@ QString RemoteTraining::mirrorPathFor(const QString& host, const QString& store)
 QString RemoteTraining::mirrorPath() const { return store_.isEmpty() ? QString() : mirrorPathFor(host_, store_); }
 
 void RemoteTraining::launch(const QString& host, const QJsonObject& config, const QString& out, bool resume, int threads) {
-  if (isActive()) return;
+  if (launch_.isRunning()) return;
+  detach();  // a follow that has not seen its "end" yet (Resume pressed at once) goes on in the background
   host_ = host;
   out_ = out;
   runName_ = config.value(QStringLiteral("name")).toString();
