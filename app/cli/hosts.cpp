@@ -20,16 +20,7 @@ struct HostsArgs {
 };
 
 void add(const HostsArgs& a) {
-  auto hosts = load_hosts();
-  check_host(a.host);
-  bool replaced = false;
-  for (auto& h : hosts)
-    if (h.name == a.host.name) {
-      h = a.host;
-      replaced = true;
-    }
-  if (!replaced) hosts.push_back(a.host);
-  save_hosts(hosts);
+  const bool replaced = add_host(a.host);
   std::cout << (replaced ? "updated " : "added ") << a.host.name << " (" << a.host.destination << ") in "
             << hosts_file_path() << "\n";
 }
@@ -48,12 +39,7 @@ void list(const HostsArgs& a) {
 }
 
 void remove(const HostsArgs& a) {
-  auto hosts = load_hosts();
-  const auto before = hosts.size();
-  hosts.erase(std::remove_if(hosts.begin(), hosts.end(), [&](const Host& h) { return h.name == a.host.name; }), hosts.end());
-  if (hosts.size() == before)
-    throw std::runtime_error("no host named '" + a.host.name + "' in " + hosts_file_path() + " (see `expnet hosts list`)");
-  save_hosts(hosts);
+  remove_host(a.host.name);
   std::cout << "removed " << a.host.name << "\n";
 }
 

@@ -58,6 +58,7 @@ bool sameFinal(const QString& a, const QString& b) {
 class TestMultiHost : public QObject {
   Q_OBJECT
   std::unique_ptr<expnet_test::TestHost> host_;
+  QString whole_, longConfig_;  // the uninterrupted 2-rank run of the long config, and that config
 
   // Rank `rank` of 2 (rank 1 inside the other host's namespace), rank 0's address as MASTER_ADDR.
   void startRank(QProcess& p, int rank, int port, const QStringList& args) {
@@ -98,6 +99,12 @@ class TestMultiHost : public QObject {
  private slots:
   void initTestCase() {
     EXPNET_START_TEST_HOST(host_, "node1");
+    // The uninterrupted run that the torchrun restart and the cut link must end equal to.
+    whole_ = expnet_test::makeTempDir("multi_host_whole");
+    longConfig_ = config_with(whole_, {{"dropout", 0.2}, {"epochs", 12}}, -1, 1);
+    const auto reference = expnet_test::runProcess(
+        expnet_test::cliPath(), {"train", "--config", longConfig_, "--out", whole_, "--nproc", "2", "--no-progress"});
+    QVERIFY2(reference.exitCode == 0, reference.err.constData());
   }
 
   void twoHostsTrainAsTwoLocalRanks() {
@@ -135,12 +142,7 @@ class TestMultiHost : public QObject {
       if (expnet_test::TestHost::required()) QFAIL("EXPNET_TEST_HOSTS_UNAVAILABLE: /usr/bin/torchrun (python3-torch) is missing");
       QSKIP("EXPNET_TEST_HOSTS_UNAVAILABLE: /usr/bin/torchrun (python3-torch) is missing");
     }
-    const QString whole = expnet_test::makeTempDir("multi_host_whole");
-    const QString config = config_with(whole, {{"dropout", 0.2}, {"epochs", 12}}, -1, 1);
-    const auto reference = expnet_test::runProcess(
-        expnet_test::cliPath(), {"train", "--config", config, "--out", whole, "--nproc", "2", "--no-progress"});
-    QVERIFY2(reference.exitCode == 0, reference.err.constData());
-
+    const QString whole = whole_, config = longConfig_;
     const QString shared = expnet_test::makeTempDir("multi_host_torchrun");
     const int port = freePort();
     struct Nodes {  // ends what a failed check leaves running (torchrun ends its workers)
@@ -183,12 +185,7 @@ class TestMultiHost : public QObject {
   // within the timeout plus 30 s, the run is "interrupted" (not failed, not
   // running); with the link back, `--resume auto` finishes it bit-identical.
   void aCutLinkInterruptsThenResumeAutoFinishes() {
-    const QString whole = expnet_test::makeTempDir("multi_host_cut_whole");
-    const QString config = config_with(whole, {{"dropout", 0.2}, {"epochs", 12}}, -1, 1);
-    const auto reference = expnet_test::runProcess(
-        expnet_test::cliPath(), {"train", "--config", config, "--out", whole, "--nproc", "2", "--no-progress"});
-    QVERIFY2(reference.exitCode == 0, reference.err.constData());
-
+    const QString whole = whole_, config = longConfig_;
     const QString shared = expnet_test::makeTempDir("multi_host_cut");
     const QStringList args{"--config", config, "--out", shared, "--resume", "auto", "--dist-timeout", "10"};
     QProcess zero, one;

@@ -11,8 +11,6 @@
 #include <QProcess>
 #include <QPushButton>
 #include <QTableWidget>
-
-#include <algorithm>
 #include <QVBoxLayout>
 
 #include "common/hintlabel.h"
@@ -150,13 +148,7 @@ void HostsDialog::addFromForm() {
 
 bool HostsDialog::addHost(const expnet::Host& host, QString* error) {
   try {
-    expnet::check_host(host);
-    auto hosts = expnet::load_hosts();
-    bool replaced = false;
-    for (auto& h : hosts)
-      if (h.name == host.name) h = host, replaced = true;
-    if (!replaced) hosts.push_back(host);
-    expnet::save_hosts(hosts);
+    expnet::add_host(host);
   } catch (const std::exception& e) {
     *error = QString::fromStdString(e.what());
     return false;
@@ -171,14 +163,7 @@ bool HostsDialog::addHost(const expnet::Host& host, QString* error) {
 
 bool HostsDialog::removeHost(const QString& name, QString* error) {
   try {
-    auto hosts = expnet::load_hosts();
-    const auto kept = std::remove_if(hosts.begin(), hosts.end(), [&](const expnet::Host& h) { return h.name == name.toStdString(); });
-    if (kept == hosts.end()) {
-      *error = QStringLiteral("no host named '%1' in the list").arg(name);
-      return false;
-    }
-    hosts.erase(kept, hosts.end());
-    expnet::save_hosts(hosts);
+    expnet::remove_host(name.toStdString());
   } catch (const std::exception& e) {
     *error = QString::fromStdString(e.what());
     return false;

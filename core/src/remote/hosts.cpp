@@ -1,5 +1,7 @@
 #include "expnet/remote/hosts.h"
 
+#include <algorithm>
+
 #include <nlohmann/json.hpp>
 
 #include <filesystem>
@@ -114,6 +116,28 @@ Host resolve_host(const std::string& name, const std::string& path) {
   plain.destination = name;
   check_host(plain);
   return plain;
+}
+
+bool add_host(const Host& host, const std::string& path) {
+  check_host(host);
+  auto hosts = load_hosts(path);
+  const auto same = std::find_if(hosts.begin(), hosts.end(), [&](const Host& h) { return h.name == host.name; });
+  const bool replaced = same != hosts.end();
+  if (replaced)
+    *same = host;
+  else
+    hosts.push_back(host);
+  save_hosts(hosts, path);
+  return replaced;
+}
+
+void remove_host(const std::string& name, const std::string& path) {
+  auto hosts = load_hosts(path);
+  const auto kept = std::remove_if(hosts.begin(), hosts.end(), [&](const Host& h) { return h.name == name; });
+  if (kept == hosts.end())
+    throw std::runtime_error("no host named '" + name + "' in " + path + " (see `expnet hosts list`)");
+  hosts.erase(kept, hosts.end());
+  save_hosts(hosts, path);
 }
 
 }  // namespace expnet

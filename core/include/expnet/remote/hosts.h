@@ -24,6 +24,10 @@ std::string hosts_file_path();
 std::vector<Host> load_hosts(const std::string& path = hosts_file_path());
 // Written to a temporary file, synced and renamed: never half written.
 void save_hosts(const std::vector<Host>& hosts, const std::string& path = hosts_file_path());
+// check_host, then the host added (or the one of that name replaced) and saved; true when replaced.
+bool add_host(const Host& host, const std::string& path = hosts_file_path());
+// The host of that name removed and the list saved; throws std::runtime_error naming the file when absent.
+void remove_host(const std::string& name, const std::string& path = hosts_file_path());
 
 // Throws std::invalid_argument naming the field and what it accepts. Names,
 // destinations and programs reach ssh's argument list, never a shell; the checks
