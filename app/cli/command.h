@@ -42,15 +42,21 @@ std::shared_ptr<RuntimeOptions> add_runtime_options(CLI::App* command);
 void add_host_store_options(CLI::App* command, std::string* host, std::string* store);
 
 // The subcommand `name` of `parent` with --threads and --device and an Args for
-// the options the caller adds; when it runs, it applies the runtime options and
+// the options the caller adds; when it runs, it applies the runtime options (on
+// this computer: not the --device of a command given --host) and
 // calls run(runtime, args) or run(args). Returns the subcommand and its Args.
 template <typename Args, typename Run>
 std::pair<CLI::App*, Args*> add_command(CLI::App* parent, const std::string& name, const std::string& description, Run run) {
   auto* command = parent->add_subcommand(name, description);
   auto runtime = add_runtime_options(command);
   auto args = std::make_shared<Args>();
-  command->callback([runtime, args, run] {
-    apply_runtime(*runtime);
+  command->callback([command, runtime, args, run] {
+    // With --host, --device names a device of the host, which this computer may lack.
+    const CLI::Option* host = command->get_option_no_throw("--host");
+    if (host && host->count() > 0)
+      apply_runtime(RuntimeOptions{runtime->threads, "cpu"});
+    else
+      apply_runtime(*runtime);
     if constexpr (std::is_invocable_v<Run, const RuntimeOptions&, const Args&>)
       run(*runtime, *args);
     else

@@ -5,13 +5,16 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cmath>
 #include <csignal>
 #include <cstdio>
 #include <iostream>
+#include <set>
 
 #include "command.h"
 #include "decode_options_cli.h"
 #include "expnet/metrics/sample_evaluation.h"
+#include "expnet/remote/ssh_remote.h"
 
 namespace expnet::cli {
 namespace {
@@ -22,6 +25,9 @@ struct EvalArgs {
   std::string dataset, split, db;
   size_t limit = 0;
   bool json = false;
+  std::string host, home_dataset, db_here;  // --host: run there; the result kept in home_dataset's store here
+  bool progress_lines = false;     // {"done": N, "total": M} lines on stdout (what --host reads there)
+  CLI::App* command = nullptr;     // its options given, forwarded to the host
 };
 
 // Ctrl+C stops between two images (what was captioned is committed); a second
@@ -30,29 +36,6 @@ volatile std::sig_atomic_t g_interrupted = 0;
 extern "C" void on_interrupt(int) {
   g_interrupted = 1;
   std::signal(SIGINT, SIG_DFL);
-}
-
-nlohmann::json evaluation_json(const SampleEvaluation& e) {
-  nlohmann::json per_image = nlohmann::json::array();
-  for (const auto& s : e.per_image) {
-    nlohmann::json entry = {{"image", s.image}, {"cocoid", s.cocoid}, {"caption", s.caption}};
-    if (s.scored) entry["scores"] = {{"CIDEr", s.cider_d}, {"Bleu_4", s.bleu4}};
-    if (!s.error.empty()) entry["error"] = s.error;
-    per_image.push_back(std::move(entry));
-  }
-  return {{"corpus", e.corpus},
-          {"per_image", per_image},
-          {"evaluation",
-           {{"id", e.id},
-            {"db", e.db},
-            {"checkpoint_sha256", e.checkpoint_sha256},
-            {"resumed", e.resumed},
-            {"captioned", e.captioned},
-            {"model", e.model},
-            {"options", nlohmann::json::parse(e.options)},
-            {"dataset", e.dataset},
-            {"split", e.split},
-            {"created", e.created}}}};
 }
 
 void print_table(const SampleEvaluation& e) {
@@ -78,7 +61,11 @@ void print_table(const SampleEvaluation& e) {
                 worst[i]->bleu4, worst[i]->error.empty() ? worst[i]->caption.c_str() : ("error: " + worst[i]->error).c_str());
 }
 
+void run_on_host(const EvalArgs& args);
+
 void run(const RuntimeOptions& runtime, const EvalArgs& args) {
+  if (!args.host.empty()) return run_on_host(args);
+  if (!args.home_dataset.empty()) throw std::runtime_error("--home-dataset is for --host: it keeps a host's evaluation here");
   SampleEvaluationRequest request;
   request.model = args.model.model;
   request.checkpoint = args.model.checkpoint;
@@ -94,8 +81,9 @@ void run(const RuntimeOptions& runtime, const EvalArgs& args) {
   request.limit = args.limit;
   request.db = args.db;
   const bool progress = isatty(STDERR_FILENO) != 0;
-  request.progress = [progress](size_t done, size_t total) {
+  request.progress = [progress, &args](size_t done, size_t total) {
     if (progress) std::cerr << "\r[" << done << "/" << total << "] captioned" << std::flush;
+    if (args.progress_lines) std::cout << nlohmann::json({{"done", done}, {"total", total}}).dump() << std::endl;
   };
   request.cancelled = [] { return g_interrupted != 0; };
   g_interrupted = 0;
@@ -128,7 +116,72 @@ void run(const RuntimeOptions& runtime, const EvalArgs& args) {
     set_exit_code(1);
   }
   if (args.json)
-    std::cout << evaluation_json(evaluation).dump() << std::endl;
+    std::cout << sample_evaluation_json(evaluation) << std::endl;
+  else
+    print_table(evaluation);
+}
+
+// The options given on this command line but those about this computer, as
+// the host's `expnet eval` takes them (paths are the host's).
+std::vector<std::string> forwarded_options(const CLI::App& command) {
+  std::vector<std::string> argv{"eval"};
+  for (const CLI::Option* option : command.get_options()) {
+    const std::string name = option->get_name();
+    static const std::set<std::string> here{"--host", "--home-dataset", "--home-db", "--json", "--progress-lines", "--help"};
+    if (option->count() == 0 || here.count(name)) continue;
+    if (option->get_expected_max() == 0) {
+      argv.push_back(name);  // a flag
+      continue;
+    }
+    for (const auto& value : option->results()) argv.insert(argv.end(), {name, value});
+  }
+  return argv;
+}
+
+// --host H: `expnet eval` run there over ssh (docs/remote.md), its progress
+// shown here; with --home-dataset, its per-image results join that dataset's
+// evaluation store here, so the Datasets page shows them.
+void run_on_host(const EvalArgs& args) {
+  const Host host = resolve_host(args.host);
+  RemoteRequest request;
+  request.cwd = host.work_dir;
+  request.argv = forwarded_options(*args.command);
+  request.argv.insert(request.argv.end(), {"--json", "--progress-lines"});
+  std::string result_line;
+  const int timeout_s = 7 * 24 * 3600;  // a dead link is noticed by ssh's keepalives
+  const RemoteResult result = run_remote(host, request, timeout_s, [&](const std::string& line) {
+    const auto j = nlohmann::json::parse(line, nullptr, false);
+    if (j.is_object() && j.contains("done") && j.size() == 2) {
+      const size_t done = j["done"].get<size_t>(), total = j["total"].get<size_t>();
+      std::cerr << host.name << ": " << done << " of " << total << " images ("
+                << (total == 0 ? 100 : done * 100 / total) << "%)\n";
+      return;
+    }
+    result_line = line;
+  });
+  if (result.status != 0 || result_line.empty()) {
+    std::string said = result.err;
+    while (!said.empty() && said.back() == '\n') said.pop_back();
+    if (result.status == 255 || result.status < 0 || said.empty())
+      throw std::runtime_error(explain_remote_failure(host, result, 10));
+    throw std::runtime_error("host '" + host.name + "': expnet eval failed there (status " + std::to_string(result.status) +
+                             "): " + said.substr(said.rfind('\n') == std::string::npos ? 0 : said.rfind('\n') + 1) +
+                             " (the images captioned so far are kept there: run it again to resume)");
+  }
+  SampleEvaluation evaluation = sample_evaluation_from_json(result_line, "host '" + host.name + "''s answer");
+  if (!args.home_dataset.empty()) {
+    const auto there = evaluation.corpus;
+    evaluation = import_sample_evaluation(evaluation, args.home_dataset, args.db_here, host.name);
+    const auto cider = [](const std::map<std::string, double>& corpus) {
+      const auto found = corpus.find("CIDEr");
+      return found == corpus.end() ? 0.0 : found->second;
+    };
+    if (std::abs(cider(there) - cider(evaluation.corpus)) > 1e-9)
+      std::cerr << "warning: CIDEr-D is " << cider(there) << " with the host's references and " << cider(evaluation.corpus)
+                << " with those of " << args.home_dataset << ": the two copies of the dataset differ\n";
+  }
+  if (args.json)
+    std::cout << sample_evaluation_json(evaluation) << std::endl;
   else
     print_table(evaluation);
 }
@@ -144,6 +197,15 @@ const bool registered = register_command({"eval", 23, [](CLI::App& root) {
   command->add_option("--limit", args->limit, "The first N images of the split (0 = all)");
   command->add_option("--db", args->db, "Evaluation store (SQLite); default: beside the dataset's cached index");
   command->add_flag("--json", args->json, "One JSON object on stdout: corpus, per_image, evaluation");
+  command->add_option("--host", args->host,
+                      "Evaluate on this host over ssh (`expnet hosts`, or any ssh destination); --dataset, --db and "
+                      "the model's files are then the host's paths (relative: to its work folder)");
+  command->add_option("--home-dataset", args->home_dataset,
+                      "With --host: this computer's copy of the dataset; the host's per-image results are added to "
+                      "its evaluation store here (--home-db), shown by the studio's Datasets page");
+  command->add_option("--home-db", args->db_here, "With --home-dataset: the evaluation store here (default: beside its index)");
+  command->add_flag("--progress-lines", args->progress_lines, "")->group("");
+  args->command = command;
 }});
 
 }  // namespace

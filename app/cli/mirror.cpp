@@ -19,6 +19,7 @@ namespace {
 struct MirrorArgs {
   std::string host, store, run, mirror;
   double give_up_s = 0;  // 0: never
+  double wait_for_start_s = 0;  // counted from the mirror's start, across reconnections
 };
 
 void mirror(const MirrorArgs& a) {
@@ -28,16 +29,23 @@ void mirror(const MirrorArgs& a) {
   register_run_store(path);
   std::cerr << "mirroring " << a.store << " on " << host.name << " into " << path << "\n";
   int wait_s = 1;
-  auto failing_since = std::chrono::steady_clock::now();
+  const auto began = std::chrono::steady_clock::now();
+  auto failing_since = began;
   while (true) {
     RemoteRequest request;
     request.cwd = host.work_dir;
     request.argv = {"runs", "follow", "--store", a.store};
     if (!a.run.empty()) request.argv.insert(request.argv.end(), {"--run", a.run});
     if (const std::string since = copy.cursor(); !since.empty()) request.argv.insert(request.argv.end(), {"--since", since});
+    const double left_s = a.wait_for_start_s - std::chrono::duration<double>(std::chrono::steady_clock::now() - began).count();
+    if (left_s > 0) request.argv.insert(request.argv.end(), {"--wait-for-start", std::to_string(left_s)});
     bool ended = false, heard = false;
     const RemoteResult result = run_remote(host, request, 7 * 24 * 3600, [&](const std::string& line) {
-      copy.apply({line});
+      try {
+        copy.apply({line});
+      } catch (const std::exception& e) {  // the host's answer is unusable (another format): no retry helps
+        throw std::runtime_error("host '" + host.name + "': " + e.what());
+      }
       if (!heard && wait_s > 1) std::cerr << "reconnected to " << host.name << "\n";  // the studio clears its notice
       heard = true;
       ended = ended || line.find("\"type\":\"end\"") != std::string::npos;
@@ -67,6 +75,9 @@ const bool registered = register_command({"mirror", 62, [](CLI::App& root) {
   add_host_store_options(command, &a->host, &a->store);
   command->add_option("--run", a->run, "Only this run (name or id)");
   command->add_option("--mirror", a->mirror, "The mirror file (default: <data dir>/remote/<host>/<digest>.sqlite)");
+  command->add_option("--wait-for-start", a->wait_for_start_s,
+                      "The run is being (re)started: not over before its trainer runs, or this many seconds")
+      ->check(CLI::Range(0.0, 3600.0));
   command->add_option("--give-up-after", a->give_up_s, "Seconds of failed reconnecting before giving up (default: never)");
 }});
 

@@ -33,6 +33,7 @@ struct Options {
   std::string since;        // follow: a cursor
   std::string host;         // follow: the store is on this host (over ssh)
   int poll_ms = 500;        // follow
+  double wait_for_start_s = 0;  // follow: the run is being (re)started
 };
 
 // The stores a command reads: --store, else every known one that exists.
@@ -205,6 +206,7 @@ void follow(const Options& o) {
   options.store = o.store;
   options.run = o.run;
   options.poll_ms = o.poll_ms;
+  options.wait_for_start_s = o.wait_for_start_s;
   if (!o.since.empty()) {
     try {
       options.since = FollowCursor::parse(o.since);
@@ -225,6 +227,7 @@ void follow(const Options& o) {
   request.argv = {"runs", "follow", "--store", o.store, "--poll-ms", std::to_string(o.poll_ms)};
   if (!o.run.empty()) request.argv.insert(request.argv.end(), {"--run", o.run});
   if (!o.since.empty()) request.argv.insert(request.argv.end(), {"--since", o.since});
+  if (o.wait_for_start_s > 0) request.argv.insert(request.argv.end(), {"--wait-for-start", std::to_string(o.wait_for_start_s)});
   constexpr int kFollowTimeout = 7 * 24 * 3600;
   const RemoteResult result = run_remote(host, request, kFollowTimeout, [&](const std::string& line) {
     const auto hello = nlohmann::json::parse(line, nullptr, false);
@@ -299,6 +302,9 @@ const bool registered = register_command({"runs", 60, [](CLI::App& root) {
     command->add_option("--run", o->run, "Only this run (name or id); it is waited for up to 30 s");
     command->add_option("--since", o->since, "Continue after this cursor (the \"cursor\" of a line printed before)");
     command->add_option("--poll-ms", o->poll_ms, "How often the store is read")->check(CLI::Range(50, 60000));
+    command->add_option("--wait-for-start", o->wait_for_start_s,
+                        "The run is being (re)started: not over before its trainer runs, or this many seconds")
+        ->check(CLI::Range(0.0, 3600.0));
     command->add_option("--host", o->host, "The store is on this host (`expnet hosts`, or an ssh destination); "
                                            "a relative --store is in its work folder");
   }

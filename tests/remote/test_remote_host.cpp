@@ -5,7 +5,7 @@
 // with `runs follow --host` across a cut link and continued from the last cursor
 // (the rows equal the host's store, none lost, none twice), stopped from here and
 // resumed there, its checkpoint fetched home (resumable, SHA-256 checked) and
-// captioning as it does there, and a changed host key refused with ssh's own words. Needs root; CI requires it (EXPNET_REQUIRE_NETNS=1).
+// captioning as it does there, a dataset evaluated there and kept here (`eval --host`), and a changed host key refused with ssh's own words. Needs root; CI requires it (EXPNET_REQUIRE_NETNS=1).
 #include <QDirIterator>
 #include <QElapsedTimer>
 #include <QJsonDocument>
@@ -15,6 +15,7 @@
 
 #include <memory>
 
+#include "expnet/metrics/sample_evaluation.h"
 #include "expnet/train/run_store.h"
 #include "support/fixtures.h"
 #include "support/test_host.h"
@@ -314,6 +315,77 @@ class TestRemoteHost : public QObject {
     }
     qInfo("a full disk on the host: %s", qPrintable(why.simplified().left(400)));
     QVERIFY2(why.contains("No space left on device") || why.contains("disk is full") || why.contains("EFBIG"), qPrintable(why));
+  }
+
+  // `eval --host`: the host captions and scores its dataset (hostile path), with
+  // progress here; the result joins this computer's copy's evaluation store,
+  // captions and scores equal to an evaluation made here. --device is the host's.
+  void anEvaluationThereJoinsTheHomeStore() {
+    const QString there = QStringLiteral("data; $(touch PWNED) 'q'"), home = config_ + "/home shapes";
+    for (const QString& out : {host_->workDir() + "/" + there, home}) {
+      const auto made = cli({"dataset", "make-shapes", "--out", out, "--images", "12", "--seed", "5"});
+      QVERIFY2(made.exitCode == 0, made.err.constData());
+    }
+    const auto remote = cli({"eval", "--host", "gpu", "--dataset", there, "--split", "all", "--model", "demo", "--beam",
+                             "2", "--threads", "1", "--home-dataset", home, "--json"}, 120000);
+    QVERIFY2(remote.exitCode == 0, remote.err.constData());
+    QVERIFY2(remote.err.contains("gpu: 12 of 12 images (100%)"), remote.err.constData());
+    const auto imported = QJsonDocument::fromJson(remote.out).object();
+    QCOMPARE(imported["evaluation"].toObject()["model"].toString(), QStringLiteral("demo on gpu"));
+    const auto local = cli({"eval", "--dataset", home, "--split", "all", "--model", "demo", "--beam", "2", "--json"}, 120000);
+    QVERIFY2(local.exitCode == 0, local.err.constData());
+    const auto here = QJsonDocument::fromJson(local.out).object();
+    QCOMPARE(imported["per_image"].toArray().size(), 12);
+    for (int i = 0; i < 12; ++i) {
+      const auto a = imported["per_image"].toArray()[i].toObject(), b = here["per_image"].toArray()[i].toObject();
+      QCOMPARE(a["cocoid"], b["cocoid"]);
+      QCOMPARE(a["caption"], b["caption"]);
+      QVERIFY2(a["image"].toString().startsWith(home), "a sample names the host's image, not this computer's");
+    }
+    QCOMPARE(imported["corpus"].toObject()["CIDEr"].toDouble(), here["corpus"].toObject()["CIDEr"].toDouble());
+    // Both kept apart in the home store: the Datasets page lists them.
+    const QString db = QString::fromStdString(expnet::default_evaluation_db(home.toStdString()));
+    QCOMPARE(expnet::list_sample_evaluations(db.toStdString()).size(), size_t(2));
+    // Again: nothing new is added.
+    const auto again = cli({"eval", "--host", "gpu", "--dataset", there, "--split", "all", "--model", "demo", "--beam", "2",
+                            "--threads", "1", "--home-dataset", home, "--json"}, 120000);
+    QVERIFY2(again.exitCode == 0, again.err.constData());
+    QCOMPARE(QJsonDocument::fromJson(again.out).object()["evaluation"].toObject()["captioned"].toInt(), 0);
+    QCOMPARE(expnet::list_sample_evaluations(db.toStdString()).size(), size_t(2));
+
+    // Another dataset here: refused, naming it.
+    const QString small = config_ + "/small shapes";
+    QVERIFY(cli({"dataset", "make-shapes", "--out", small, "--images", "3", "--seed", "5"}).exitCode == 0);
+    const auto other = cli({"eval", "--host", "gpu", "--dataset", there, "--split", "all", "--model", "demo", "--beam", "2",
+                            "--threads", "1", "--home-dataset", small}, 120000);
+    QCOMPARE(other.exitCode, 1);
+    QVERIFY2(other.err.contains("lacks: name this computer's copy of the dataset the host evaluated"), other.err.constData());
+    // --device names the host's device: refused there (it has no CUDA), not here.
+    const auto cuda = cli({"eval", "--host", "gpu", "--dataset", there, "--split", "all", "--model", "demo", "--device", "cuda"});
+    QCOMPARE(cuda.exitCode, 1);
+    QVERIFY2(cuda.err.contains("host 'gpu': expnet eval failed there") && cuda.err.contains("no CUDA"), cuda.err.constData());
+    QVERIFY2(pwnedFiles(host_->workDir()).isEmpty(), qPrintable(pwnedFiles(host_->workDir()).join(", ")));
+  }
+
+  // An expnet there of an older follow format (what its `runs follow` would
+  // first say, written by a script standing in for it): the mirror refuses it,
+  // naming the host and both versions, and writes nothing.
+  void anOlderExpnetThereIsNamed() {
+    const QString old = host_->workDir() + "/old-expnet";
+    QFile script(old);
+    QVERIFY(script.open(QIODevice::WriteOnly));
+    script.write("#!/bin/sh\nread -r request\necho '{\"type\":\"hello\",\"version\":0,\"expnet\":\"0.9.0\"}'\n");
+    script.close();
+    QVERIFY(script.setPermissions(script.permissions() | QFileDevice::ExeOwner));
+    QVERIFY(cli({"hosts", "add", "old", "--destination", host_->alias(), "--program", old, "--work-dir", host_->workDir(),
+                 "--ssh-option=-F", "--ssh-option=" + host_->sshConfig()}).exitCode == 0);
+    const QString mirror = config_ + "/old-mirror.sqlite";
+    const auto refused = cli({"runs", "mirror", "--host", "old", "--store", "runs/any/runs.sqlite", "--mirror", mirror});
+    QCOMPARE(refused.exitCode, 1);
+    QVERIFY2(refused.err.contains("host 'old'") && refused.err.contains("(0.9.0) speaks follow format 0") &&
+                 refused.err.contains("this one (" EXPNET_VERSION ") reads format 1"),
+             refused.err.constData());
+    QVERIFY2(!refused.err.contains("reconnecting"), "a refusal is not a dropped link: it must not be retried");
   }
 
   // Last: the host's key changes; ssh refuses it and says so, and so do we.

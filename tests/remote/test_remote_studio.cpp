@@ -3,9 +3,10 @@
 // Hosts dialog adds and checks it; the Training page's worker starts a run there,
 // follows it into the mirror across a 20 s cut link (the page says "reconnecting
 // to HOST"), picks it up again after the page is destroyed and made anew (the
-// studio restarted), stops and resumes it to the end; the Runs page's action
+// studio restarted), stops and resumes it (from the Training page, then from the
+// Runs page) to the end; the Runs page's action
 // brings its final checkpoint home, which captions as `expnet caption` does on
-// the host. Nothing is run by a shell: names hold quotes, `;` and `$()`.
+// the host. The Datasets page evaluates on the host, the result kept here. Nothing is run by a shell: names hold quotes, `;` and `$()`.
 // Needs root; CI requires it (EXPNET_REQUIRE_NETNS=1).
 #include <sys/resource.h>
 #include <unistd.h>
@@ -15,6 +16,8 @@
 #include <QJsonArray>
 #include <QJsonDocument>
 #include <QJsonObject>
+#include <QComboBox>
+#include <QLineEdit>
 #include <QPushButton>
 #include <QSettings>
 #include <QSignalSpy>
@@ -23,6 +26,7 @@
 
 #include <functional>
 #include <memory>
+#include <optional>
 
 #include "expnet/remote/run_mirror.h"
 #include "expnet/train/run_store.h"
@@ -32,6 +36,9 @@
 #include "shell/studiocontext.h"
 #include "support/fixtures.h"
 #include "support/test_host.h"
+#include "common/hostchoice.h"
+#include "datasets/datasetspage.h"
+#include "expnet/metrics/sample_evaluation.h"
 #include "training/trainingpage.h"
 
 namespace {
@@ -160,6 +167,63 @@ class TestRemoteStudio : public QObject {
     QVERIFY2(dialog.status().contains("expnet " EXPNET_VERSION) && dialog.status().contains("free"), qPrintable(dialog.status()));
   }
 
+  // The Datasets page evaluates on the host (its copy of the dataset under a
+  // hostile path): progress here, Cancel ends the host's work (what it captioned
+  // is kept there), Evaluate again resumes; the result joins this dataset's
+  // store, shown worst first with the captions an evaluation here gives.
+  void theDatasetsPageEvaluatesThere() {
+    const QString there = QStringLiteral("data; $(touch PWNED) 'q'"), home = home_ + "/home shapes";
+    for (const QString& out : {host_->workDir() + "/" + there, home}) {
+      const auto made = expnet_test::runProcess(expnet_test::cliPath(), {"dataset", "make-shapes", "--out", out, "--images",
+                                                                        "60", "--seed", "9"});
+      QVERIFY2(made.exitCode == 0, made.err.constData());
+    }
+    qputenv("XDG_CACHE_HOME", (home_ + "/cache").toUtf8());  // the home copy's index and evaluation store
+    StudioContext context;
+    StallWatch stalls;
+    DatasetsPage page(&context);
+    page.resize(1200, 800);
+    page.show();
+    page.openDataset(home);
+    QVERIFY2(waitFor([&] { return !page.isBusy() && page.describe()["total"].toInt() == 60; }, 60000),
+             QJsonDocument(page.describe()).toJson().left(600).constData());
+    const auto state = [&] { return page.describe()["evaluation"].toObject()["state"].toString(); };
+    QVERIFY(page.findChild<HostChoice*>("evalWhere")->setHost("gpu"));
+    page.evaluate("demo", "all", 0);  // no path there yet: refused, saying what to do
+    QVERIFY2(state().contains("Name this dataset's path on gpu"), qPrintable(state()));
+    page.findChild<QLineEdit*>("evalDatasetThere")->setText(there);
+    page.findChild<QComboBox*>("evalDeviceThere")->setCurrentText("cpu");
+    page.evaluate("demo", "all", 0);
+    QVERIFY2(waitFor([&] { return state().contains(" / 60 images") && state().section(' ', 0, 0).toInt() >= 3; }, 60000),
+             qPrintable(state()));
+    page.findChild<QPushButton*>("evalCancel")->click();
+    QVERIFY(waitFor([&] { return !page.isBusy(); }, 15000));
+    QVERIFY2(state().startsWith("Cancelled"), qPrintable(state()));
+    QVERIFY2(waitFor([] { return expnet_test::runProcess("pgrep", {"-f", "--progress-lines"}).exitCode != 0; }, 10000),
+             "the host's expnet eval still runs 10 s after Cancel");
+    page.evaluate("demo", "all", 0);
+    QVERIFY(waitFor([&] { return !page.isBusy() && !state().contains(" / "); }, 120000));
+    QVERIFY2(state().contains("on gpu: 60 images") && !state().contains("(0 resumed)"), qPrintable(state()));
+    const QJsonObject d = page.describe();
+    QCOMPARE(d["sort"].toString(), QStringLiteral("score: worst first"));
+    const QJsonArray evaluations = d["evaluation"].toObject()["evaluations"].toArray();
+    QCOMPARE(evaluations.size(), 1);
+    QCOMPARE(evaluations[0].toObject()["model"].toString(), QStringLiteral("demo on gpu"));
+    QCOMPARE(d["evaluation"].toObject()["shown"].toInteger(), evaluations[0].toObject()["id"].toInteger());
+    // The captions the host gave are those an evaluation here gives.
+    const auto local = expnet_test::runProcess(expnet_test::cliPath(), {"eval", "--dataset", home, "--split", "all", "--model",
+                                                                       "demo", "--beam", "3", "--json", "--db", home_ + "/here.sqlite"}, 120000);
+    QVERIFY2(local.exitCode == 0, local.err.constData());
+    const auto mine = expnet::load_sample_evaluation(
+        expnet::default_evaluation_db(home.toStdString()), evaluations[0].toObject()["id"].toInteger());
+    const QJsonArray expected = QJsonDocument::fromJson(local.out).object()["per_image"].toArray();
+    QCOMPARE(static_cast<int>(mine.per_image.size()), expected.size());
+    for (int i = 0; i < expected.size(); ++i)
+      QCOMPARE(QString::fromStdString(mine.per_image[i].caption), expected[i].toObject()["caption"].toString());
+    QVERIFY2(pwnedFiles(host_->workDir()).isEmpty(), qPrintable(pwnedFiles(host_->workDir()).join(", ")));
+    QVERIFY2(stalls.longestMs() < 500, qPrintable(QString("the event loop stalled %1 ms").arg(stalls.longestMs())));
+  }
+
   void theTrainingPageTrainsThere() {
     StudioContext context;
     StallWatch stalls;
@@ -198,6 +262,19 @@ class TestRemoteStudio : public QObject {
     resume->click();
     QVERIFY2(waitFor([&] { return page->snapshot().run.status == "running" && page->snapshot().steps.size() > stepsAtStop; }, 60000),
              qPrintable(message(*page)));
+    // Stopped again, and resumed from the Runs page's row of its mirror (as the main window wires it).
+    QVERIFY(waitFor([&] { return stop->isEnabled(); }, 10000));
+    stop->click();
+    QVERIFY2(waitFor([&] { return page->snapshot().run.status == "interrupted"; }, 30000), qPrintable(message(*page)));
+    resumeFromTheRunsPage(*page);
+    const size_t stepsAtSecondStop = page->snapshot().steps.size();
+    QVERIFY2(waitFor([&] { return page->snapshot().run.status == "running" && page->snapshot().steps.size() > stepsAtSecondStop; },
+                     60000),
+             qPrintable(QString::fromStdString(page->snapshot().run.status) + " " + QString::number(page->snapshot().steps.size()) + " " + [&] {
+               QFile log(host_->workDir() + "/" + kOut + "/train.log");
+               log.open(QIODevice::ReadOnly);
+               return QString::fromUtf8(log.readAll().right(3000));
+             }()));
 
     // The link cut for 20 s: the page says it is reconnecting, never freezes, then catches up to the end.
     QElapsedTimer cut;
@@ -308,18 +385,38 @@ class TestRemoteStudio : public QObject {
   }
 
  private:
+  // The Runs page's row of the mirror's run, as the page lists it.
+  static std::optional<RunRow> mirrorRow(const QString& mirror) {
+    for (const auto& r : loadRunsListing({mirror}).rows)
+      if (r.storePath == QFileInfo(mirror).absoluteFilePath()) return r;
+    return std::nullopt;
+  }
+
+  // The Runs page's Resume on the page's mirrored run: the Training page resumes it there.
+  void resumeFromTheRunsPage(TrainingPage& page) {
+    const std::optional<RunRow> row = mirrorRow(page.remote()->mirrorPath());
+    QVERIFY(row);
+    QCOMPARE(row->status, QStringLiteral("interrupted"));
+    QWidget owner;
+    RunActions actions(&owner);
+    actions.setCurrent(&*row);
+    connect(&actions, &RunActions::resumeOnHostRequested, &page, &TrainingPage::resumeOnHost);
+    QSignalSpy asked(&actions, &RunActions::resumeOnHostRequested);
+    actions.resume();
+    QCOMPARE(asked.size(), 1);
+    QCOMPARE(asked.first().at(0).toString(), QStringLiteral("gpu"));
+    QCOMPARE(asked.first().at(1).toString(), kOut);
+  }
+
   // The Runs page's action on the mirrored run: its final checkpoint copied home
   // with a progress bar, then loaded; it captions here as the original does there.
   void bringHomeAndCaption(const QString& mirror, const QString& there) {
-    const RunsListing listing = loadRunsListing({mirror});
-    const RunRow* row = nullptr;
-    for (const auto& r : listing.rows)
-      if (r.storePath == QFileInfo(mirror).absoluteFilePath()) row = &r;
+    const std::optional<RunRow> row = mirrorRow(mirror);
     QVERIFY(row);
     QCOMPARE(row->host, QStringLiteral("gpu"));
     QWidget owner;
     RunActions actions(&owner);
-    actions.setCurrent(row);
+    actions.setCurrent(&*row);
     QSignalSpy opened(&actions, &RunActions::openCheckpointRequested);
     actions.openBestCheckpoint();
     QVERIFY2(opened.wait(60000), qPrintable(actions.message()));

@@ -3,6 +3,7 @@
 // it (none lost, none twice); a live run (its lock held) is followed while rows
 // arrive, and the follow ends by itself with the run's final status; bad cursors,
 // newer stores and missing runs are one-line errors.
+#include <QElapsedTimer>
 #include <QtTest>
 
 #include <nlohmann/json.hpp>
@@ -167,7 +168,7 @@ class TestRunFollow : public QObject {
     QVERIFY(expnet_test::errorOf([&] { RunMirror(copy, "gpu2", "runs/a/runs.sqlite"); }).contains("mirrors runs/a/runs.sqlite on gpu1"));
     QVERIFY(expnet_test::errorOf([&] { RunMirror(path, "gpu1", "x"); }).contains("local run store"));
     QVERIFY(expnet_test::errorOf([&] { mirror.apply({"{\"type\": \"hello\", \"version\": 7, \"expnet\": \"9.0\"}"}); })
-                .contains("speaks follow format 7, and this one reads format 1"));
+                .contains("speaks follow format 7, and this one (" EXPNET_VERSION ") reads format 1"));
   }
 
   void aLiveRunIsFollowedUntilItEnds() {
@@ -208,6 +209,48 @@ class TestRunFollow : public QObject {
     QCOMPARE(statuses.front(), std::string("running"));
     QCOMPARE(statuses.back(), std::string("finished"));
     QVERIFY(alive);
+  }
+
+  // A run being resumed still shows how it ended before: with wait_for_start the
+  // follow goes on until its trainer takes the run (then until it ends), or
+  // until the wait is over; without it the follow ends at once.
+  void aRunBeingResumedIsWaitedFor() {
+    const std::string path = expnet_test::makeTempDir("follow_resume").toStdString() + "/runs.sqlite";
+    RunStore store(path);
+    const int64_t run = store.create_run("again", "{}", "/tmp/again");
+    store.set_status(run, "interrupted");
+    FollowOptions options;
+    options.store = path;
+    options.run = "again";
+    options.poll_ms = 50;
+    QElapsedTimer clock;
+    clock.start();
+    QCOMPARE(follow_all(options).back()["type"].get<std::string>(), std::string("end"));
+    QVERIFY(clock.elapsed() < 2000);
+    options.wait_for_start_s = 0.6;
+    clock.restart();
+    follow_all(options);  // nobody resumes it: over after the wait
+    QVERIFY2(clock.elapsed() >= 600, qPrintable(QString::number(clock.elapsed())));
+    options.wait_for_start_s = 30;
+    std::vector<std::string> statuses;
+    std::thread follower([&] {
+      follow_run_store(options, [&](const std::string& line) {
+        const auto j = json::parse(line);
+        if (j["type"] == "run") statuses.push_back(j["status"]);
+      });
+    });
+    std::this_thread::sleep_for(std::chrono::milliseconds(400));
+    auto lock = std::make_unique<RunLock>(path, run);  // the resumed trainer takes its run
+    store.set_status(run, "running");
+    fill(store, run, 1, 10);
+    std::this_thread::sleep_for(std::chrono::milliseconds(300));
+    store.set_status(run, "finished");
+    clock.restart();
+    lock.reset();
+    follower.join();  // ends with the run, long before the 30 s
+    QVERIFY(clock.elapsed() < 5000);
+    QCOMPARE(statuses.front(), std::string("interrupted"));
+    QCOMPARE(statuses.back(), std::string("finished"));
   }
 
   void badCursorsStoresAndRunsAreOneLineErrors() {

@@ -130,6 +130,26 @@ class TestMultiHost : public QObject {
       QVERIFY2(err.contains("the ranks disagree before the first step: rank 1 has another training config than rank 0"),
                qPrintable(err));
     QVERIFY2(!QFileInfo::exists(shared + "/checkpoints/latest.json"), "a step was taken");
+
+    // The same config, but the second host's copy of the data has one caption with a word more:
+    // the same sizes, another dataset and another vocabulary.
+    const QString mine = expnet_test::makeTempDir("multi_host_data0"), theirs = expnet_test::makeTempDir("multi_host_data1");
+    const auto made = expnet_test::runProcess(expnet_test::cliPath(), {"dataset", "make-shapes", "--out", mine + "/shapes",
+                                                                      "--images", "120", "--seed", "99"});
+    QVERIFY2(made.exitCode == 0, made.err.constData());
+    QVERIFY(expnet_test::runProcess("cp", {"-r", mine + "/shapes", theirs + "/shapes"}).exitCode == 0);
+    const auto edited = expnet_test::runProcess(
+        "/usr/bin/python3", {"-c", "import json,sys; p=sys.argv[1]; d=json.load(open(p)); s=d['images'][0]['sentences'][0]; "
+                                   "s['raw']+=' zebra'; s['tokens'].append('zebra'); json.dump(d, open(p,'w'))",
+                             theirs + "/shapes/dataset_coco.json"});
+    QVERIFY2(edited.exitCode == 0, edited.err.constData());
+    const auto data = runBoth({"--config", kConfig, "--out", mine, "--dist-timeout", "20"},
+                              {"--config", kConfig, "--out", theirs, "--dist-timeout", "20"});
+    QVERIFY(data.exit0 != 0 && data.exit1 != 0);
+    QVERIFY2(data.err0.contains("rank 1 has another dataset than rank 0") &&
+                 data.err0.contains("rank 1 has another vocabulary than rank 0"),
+             qPrintable(data.err0.right(2000)));
+    QVERIFY2(!QFileInfo::exists(mine + "/checkpoints/latest.json"), "a step was taken");
   }
 
   // torchrun (Debian's, static rendezvous: its agent on node 0 hosts the store)
@@ -212,6 +232,22 @@ class TestMultiHost : public QObject {
     QVERIFY2(err0.contains("another rank died, its host was lost or did not answer within 10 s"), qPrintable(err0.right(3000)));
     const auto status = expnet_test::runProcess(expnet_test::cliPath(), {"runs", "show", "tiny-dist", "--store", shared + "/runs.sqlite", "--json"});
     QVERIFY2(status.out.contains("\"status\":\"interrupted\""), status.out.left(400).constData());
+
+    // Rank 1 given a folder of its own instead of the shared one: first without the data, then
+    // with a copy of it but none of the checkpoints; both refused, saying that --out must be shared.
+    const QString apart = expnet_test::makeTempDir("multi_host_apart");
+    QStringList argsApart = args;
+    argsApart[argsApart.indexOf("--out") + 1] = apart;
+    const auto noData = runBoth(args, argsApart);
+    QVERIFY(noData.exit0 != 0 && noData.exit1 != 0);
+    QVERIFY2(noData.err1.contains("every rank must see rank 0's --out"), qPrintable(noData.err1.right(2000)));
+    QVERIFY(expnet_test::runProcess("cp", {"-r", shared + "/shapes", apart + "/shapes"}).exitCode == 0);
+    const auto noCheckpoint = runBoth(args, argsApart);
+    QVERIFY(noCheckpoint.exit0 != 0 && noCheckpoint.exit1 != 0);
+    for (const QString& err : {noCheckpoint.err0, noCheckpoint.err1})
+      QVERIFY2(err.contains("rank 1 has another checkpoint to resume from than rank 0") &&
+                   err.contains("--out must be one folder on a file system every host shares"),
+               qPrintable(err.right(2000)));
 
     const auto again = runBoth(args, args);
     QVERIFY2(again.exit0 == 0 && again.exit1 == 0, qPrintable(again.err0.right(3000) + "\n--- rank 1:\n" + again.err1.right(3000)));

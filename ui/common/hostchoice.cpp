@@ -32,3 +32,8 @@ QString HostChoice::reload() {
   if (!setHost(current)) setCurrentIndex(0);  // a removed host: this computer (announced)
   return error;
 }
+
+void HostChoice::showPopup() {
+  reload();
+  QComboBox::showPopup();
+}

@@ -1,5 +1,6 @@
 // "Where": this computer, or a host of hosts.json (expnet/remote/hosts.h), as
-// a combo box. Reads the list again on reload() (after the Hosts dialog).
+// a combo box. Reads the list again on reload() (after the Hosts dialog) and
+// each time it opens, so a host added elsewhere (the CLI) is offered too.
 #pragma once
 
 #include <QComboBox>
@@ -13,4 +14,5 @@ class HostChoice : public QComboBox {
   bool setHost(const QString& host);
   // The hosts file again; its error (one sentence naming the file), "" when it is fine.
   QString reload();
+  void showPopup() override;
 };

@@ -54,7 +54,7 @@ void HostCommand::terminate() {
 }
 
 void HostCommand::readErrors(bool flush) {
-  static const QRegularExpression bytes(QStringLiteral(R"(: (\d+) of (\d+) bytes \(\d+%\)$)"));
+  static const QRegularExpression bytes(QStringLiteral(R"(: (\d+) of (\d+) (bytes|images) \(\d+%\)$)"));
   partial_ += process_.readAllStandardError();
   qsizetype start = 0;
   const auto take = [&](qsizetype end) {

@@ -1,8 +1,8 @@
 // One `expnet` command about a remote host (docs/remote.md) run as a child
 // process, so nothing waits on ssh on the UI thread: `hosts check`, `train
-// --host`, `runs mirror|stop|fetch --host`. Arguments go as a list, never
+// --host`, `runs mirror|stop|fetch --host`, `eval --host`. Arguments go as a list, never
 // through a shell. Its stderr comes as lines ('\r' ends one too: fetch redraws
-// its progress), and fetch's "N of M bytes" as progress.
+// its progress), and fetch's "N of M bytes" and eval's "N of M images" as progress.
 #pragma once
 
 #include <QObject>

@@ -161,17 +161,9 @@ void DatasetsPage::wireEvaluation() {
                                .arg(e["resumed"].toInteger())
                                .arg(e["corpus"].toObject()["CIDEr"].toDouble(), 0, 'f', 3),
                            false);
-    const qint64 id = e["id"].toInteger();
-    // Connected before asking, so the answer cannot pass unheard.
-    connect(analysis_, &AnalysisWorker::evaluationsListed, this, [this, id] {
-      evaluation_->selectEvaluation(id);
-      sortBox_->setCurrentIndex(2);  // worst first: where the model is wrong, the worst image selected
-      detail_->clear();
-      setSort(expnet::IndexSort::score_ascending);
-    }, Qt::SingleShotConnection);
-    requestEvaluations();
-    updateState();
+    showEvaluated(e["id"].toInteger());
   });
+  connect(evaluation_, &EvaluationPanel::hostEvaluated, this, &DatasetsPage::showEvaluated);
   connect(analysis_, &AnalysisWorker::evaluationFailed, this, [this](const QString& error) {
     evaluation_->showEnded(error, true);
     updateState();
@@ -201,6 +193,19 @@ void DatasetsPage::wireEvaluation() {
     }
     showSelected();
   });
+}
+
+// A finished evaluation shown worst first: where the model is wrong, the worst image selected.
+void DatasetsPage::showEvaluated(qint64 id) {
+  // Connected before asking, so the answer cannot pass unheard.
+  connect(analysis_, &AnalysisWorker::evaluationsListed, this, [this, id] {
+    evaluation_->selectEvaluation(id);
+    sortBox_->setCurrentIndex(2);
+    detail_->clear();
+    setSort(expnet::IndexSort::score_ascending);
+  }, Qt::SingleShotConnection);
+  requestEvaluations();
+  updateState();
 }
 
 // What the panel asks for: an evaluation run or cancelled, one shown or compared, an export.
@@ -516,11 +521,8 @@ void DatasetsPage::updateCaptionButton() {
 
 void DatasetsPage::evaluate(const QString& model, const QString& split, int limit) {
   evaluation_->setJob(model, split, limit);
-  if (dataset_.indexPath.isEmpty()) {
-    pending_.evaluation = true;  // once the dataset is open
-    return;
-  }
-  startEvaluation();
+  pending_.evaluation = dataset_.indexPath.isEmpty();  // then it starts once the dataset is open
+  if (!pending_.evaluation) startEvaluation();
 }
 
 void DatasetsPage::startEvaluation() {
@@ -530,6 +532,7 @@ void DatasetsPage::startEvaluation() {
   job.dataset = dataset_.path;
   job.db = evaluationDb();
   job.device = context_->device();
+  if (evaluation_->runOnHost(job)) return updateState();
   analysis_->armEvaluation();
   evaluation_->showRunning(0, 0);
   QMetaObject::invokeMethod(analysis_, [a = analysis_, job] { a->evaluate(job); }, Qt::QueuedConnection);

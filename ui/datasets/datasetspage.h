@@ -91,6 +91,7 @@ class DatasetsPage : public StudioPage {
   void updateState();
   GridQuery query() const;
   void requestEvaluations();  // the store's list, for the evaluation panel
+  void showEvaluated(qint64 id);
 
   StudioContext* context_;
   QThread indexThread_, thumbThread_, analysisThread_;

@@ -12,6 +12,8 @@
 #include "common/browsebutton.h"
 #include "common/formfields.h"
 #include "common/hintlabel.h"
+#include "common/hostchoice.h"
+#include "datasets/hostevaluation.h"
 
 namespace {
 QString evaluationLabel(const QJsonObject& e) {
@@ -31,8 +33,8 @@ EvaluationPanel::EvaluationPanel(QWidget* parent) : QGroupBox(QStringLiteral("Pe
   model_->setEditable(true);
   model_->addItems({QStringLiteral("demo"), QStringLiteral("pnaic-demo-k5"), QStringLiteral("pnaic-demo-k2")});
   model_->setToolTip(QStringLiteral("A built-in model, or a checkpoint of ours (.pth; …)"));
-  auto* browse = new BrowseButton(model_, QStringLiteral("Choose a checkpoint"),
-                                  QStringLiteral("Checkpoints (*.pth *.pt);;All files (*)"));
+  browse_ = new BrowseButton(model_, QStringLiteral("Choose a checkpoint"),
+                             QStringLiteral("Checkpoints (*.pth *.pt);;All files (*)"));
   config_ = new QComboBox;
   config_->setObjectName(QStringLiteral("evalConfig"));
   config_->setEditable(true);
@@ -67,9 +69,11 @@ EvaluationPanel::EvaluationPanel(QWidget* parent) : QGroupBox(QStringLiteral("Pe
   compared_->setToolTip(QStringLiteral("A second evaluation: its caption and score shown under the first's"));
   export_ = new QPushButton(QStringLiteral("Export CSV…"));
   export_->setToolTip(QStringLiteral("The shown evaluation's images in the grid's order, with captions and scores"));
-
+  buildHost();
   auto* form = new QFormLayout(this);
-  form->addRow(QStringLiteral("Model:"), browse->row());
+  form->addRow(QStringLiteral("Where:"), where_);
+  form->addRow(there_);
+  form->addRow(QStringLiteral("Model:"), browse_->row());
   auto* reference = new QHBoxLayout;
   reference->addWidget(config_, 1);
   reference->addWidget(vocab_, 2);
@@ -92,12 +96,78 @@ EvaluationPanel::EvaluationPanel(QWidget* parent) : QGroupBox(QStringLiteral("Pe
   form->addRow(QStringLiteral("Compare:"), compared_);
   form->addRow(export_);
   connect(evaluate_, &QPushButton::clicked, this, &EvaluationPanel::evaluateRequested);
-  connect(cancel_, &QPushButton::clicked, this, &EvaluationPanel::cancelRequested);
   connect(export_, &QPushButton::clicked, this, &EvaluationPanel::exportRequested);
   connect(shown_, &QComboBox::activated, this, [this] { emit evaluationChosen(evaluationId()); });
   connect(compared_, &QComboBox::activated, this, [this] { emit comparedChosen(comparedId()); });
   showEnded(QString(), false);
   setEvaluations({});
+}
+
+// "Where" and, for a host, its dataset path and device; the model's files are then the host's.
+void EvaluationPanel::buildHost() {
+  where_ = new HostChoice;
+  where_->setObjectName(QStringLiteral("evalWhere"));
+  where_->setToolTip(QStringLiteral("Caption here, or on a host over ssh with its GPU (File > Hosts…); the result is kept "
+                                    "here with this dataset"));
+  datasetThere_ = new QLineEdit;
+  datasetThere_->setObjectName(QStringLiteral("evalDatasetThere"));
+  datasetThere_->setPlaceholderText(QStringLiteral("this dataset's path on the host"));
+  datasetThere_->setToolTip(QStringLiteral("The host's copy of this dataset (relative: in its work folder); its images "
+                                           "are matched to these by id"));
+  deviceThere_ = new QComboBox;
+  deviceThere_->setObjectName(QStringLiteral("evalDeviceThere"));
+  deviceThere_->addItems({QStringLiteral("cuda"), QStringLiteral("cpu")});
+  deviceThere_->setToolTip(QStringLiteral("The host's device"));
+  there_ = new QWidget;
+  auto* thereRow = new QHBoxLayout(there_);
+  thereRow->setContentsMargins(0, 0, 0, 0);
+  thereRow->addWidget(datasetThere_, 1);
+  thereRow->addWidget(deviceThere_);
+  hostEvaluation_ = new HostEvaluation(this);
+  connect(cancel_, &QPushButton::clicked, this, [this] {
+    if (hostEvaluation_->running())
+      hostEvaluation_->cancel();
+    else
+      emit cancelRequested();
+  });
+
+  const auto showWhere = [this] {
+    const bool host = !where_->host().isEmpty();
+    there_->setVisible(host);
+    browse_->setEnabled(!host);  // a file dialog shows this computer's files
+    model_->setToolTip(host ? QStringLiteral("A built-in model, or a checkpoint on the host (its path there)")
+                            : QStringLiteral("A built-in model, or a checkpoint of ours (.pth; …)"));
+  };
+  connect(where_, &QComboBox::currentIndexChanged, this, showWhere);
+  showWhere();
+  connect(hostEvaluation_, &HostEvaluation::progress, this, &EvaluationPanel::showRunning);
+  connect(hostEvaluation_, &HostEvaluation::failed, this, [this](const QString& error) { showEnded(error, true); });
+  connect(hostEvaluation_, &HostEvaluation::cancelled, this, [this] {
+    showEnded(QStringLiteral("Cancelled; the host keeps what it captioned: Evaluate again resumes from there"), false);
+  });
+  connect(hostEvaluation_, &HostEvaluation::evaluated, this, [this](const HostEvaluationResult& r) {
+    showEnded(QStringLiteral("Evaluation #%1 on %2: %3 images (%4 resumed), CIDEr-D %5")
+                  .arg(r.id)
+                  .arg(where_->host())
+                  .arg(r.images)
+                  .arg(r.resumed)
+                  .arg(r.ciderD, 0, 'f', 3),
+              false);
+    emit hostEvaluated(r.id);
+  });
+}
+
+bool EvaluationPanel::runOnHost(const EvaluationJob& job) {
+  const QString host = where_->host();
+  if (host.isEmpty()) return false;
+  const QString there = datasetThere_->text().trimmed();
+  if (there.isEmpty()) {
+    showEnded(QStringLiteral("Name this dataset's path on %1 (beside Where), or choose this computer").arg(host), true);
+    return true;
+  }
+  showRunning(0, 0);
+  hostEvaluation_->start(job, host, there, deviceThere_->currentText());
+  return true;
 }
 
 EvaluationJob EvaluationPanel::job() const {
@@ -184,7 +254,8 @@ void EvaluationPanel::showEnded(const QString& message, bool error) {
 }
 
 QJsonObject EvaluationPanel::describe() const {
-  return {{"model", model_->currentText()},
+  return {{"where", where_->host()},
+          {"model", model_->currentText()},
           {"beam", beam_->value()},
           {"split", split_->currentText()},
           {"running", running_},

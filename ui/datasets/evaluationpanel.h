@@ -2,7 +2,9 @@
 // a preset with a checkpoint, or a checkpoint of ours) and its beam, the split
 // and limit, Evaluate / Cancel with progress and ETA; then which stored
 // evaluation the grid shows (its scores, sort by score), a second one to
-// compare per image, and Export CSV of the sorted list.
+// compare per image, and Export CSV of the sorted list. "Where" runs it here
+// (the page's AnalysisWorker) or on a host (HostEvaluation), the host's copy of
+// the dataset named, its result kept in this dataset's store.
 #pragma once
 
 #include <QElapsedTimer>
@@ -11,7 +13,10 @@
 
 #include "datasets/analysisworker.h"
 
+class BrowseButton;
 class HintLabel;
+class HostChoice;
+class HostEvaluation;
 class QComboBox;
 class QLineEdit;
 class QProgressBar;
@@ -29,6 +34,8 @@ class EvaluationPanel : public QGroupBox {
   // An authors'-format checkpoint: its config (a preset or JSON) and vocabulary.
   void setReferenceFiles(const QString& config, const QString& vocab);
   void setEvaluations(const QJsonArray& evaluations);  // newest first
+  // Starts `job` on the chosen host and returns true; false for this computer.
+  bool runOnHost(const EvaluationJob& job);
   void selectEvaluation(qint64 id);
   qint64 evaluationId() const;
   qint64 comparedId() const;
@@ -41,12 +48,20 @@ class EvaluationPanel : public QGroupBox {
 
  signals:
   void evaluateRequested();
-  void cancelRequested();
+  void cancelRequested();  // of an evaluation here (one on a host the panel cancels)
+  void hostEvaluated(qint64 id);  // now in this dataset's store
   void evaluationChosen(qint64 id);
   void comparedChosen(qint64 id);
   void exportRequested();
 
  private:
+  void buildHost();
+  HostChoice* where_;
+  QWidget* there_;  // the host's dataset path and device, shown for a host
+  QLineEdit* datasetThere_;
+  QComboBox* deviceThere_;
+  HostEvaluation* hostEvaluation_;
+  BrowseButton* browse_;
   QComboBox* model_;
   QComboBox* config_;  // an authors' checkpoint's preset or config JSON
   QLineEdit* vocab_;

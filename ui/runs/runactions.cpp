@@ -4,6 +4,7 @@
 #include <QFileDialog>
 #include <QFileInfo>
 #include <QHBoxLayout>
+#include <QJsonDocument>
 #include <QProgressBar>
 #include <QtConcurrent>
 
@@ -116,9 +117,10 @@ void RunActions::updateButtons() {
   openBest_->setEnabled(idle && row &&
                         (remote ? row->info.steps > 0 : QFileInfo::exists(folder.filePath(QStringLiteral("checkpoints/best.pth")))));
   openBest_->setText(remote ? QStringLiteral("Bring home, caption") : QStringLiteral("Caption with best"));
-  resume_->setEnabled(idle && row && !remote && !row->live &&
+  // A host's run: its mirror says whether it can go on (its checkpoints are there).
+  resume_->setEnabled(idle && row && !row->live &&
                       (row->status == QLatin1String("interrupted") || row->status == QLatin1String("failed")) &&
-                      QFileInfo::exists(folder.filePath(QStringLiteral("checkpoints/latest.json"))));
+                      (remote || QFileInfo::exists(folder.filePath(QStringLiteral("checkpoints/latest.json")))));
   rename_->setEnabled(idle && row);
   delete_->setEnabled(idle && row);
   delete_->setTip(row && row->live ? QStringLiteral("A running run cannot be deleted: stop it first")
@@ -179,6 +181,12 @@ void RunActions::resume() {
   if (!current_) return;
   if (current_->live) {
     showMessage(QStringLiteral("'%1' is running already.").arg(QString::fromStdString(current_->info.name)), true);
+    return;
+  }
+  if (const auto origin = expnet::mirror_origin(current_->storePath.toStdString()); origin && !current_->host.isEmpty()) {
+    const QString folder = QFileInfo(QString::fromStdString(origin->remote_store)).path();
+    emit resumeOnHostRequested(current_->host, folder,
+                               QJsonDocument::fromJson(QByteArray::fromStdString(current_->info.config_json)).object());
     return;
   }
   emit resumeRequested(QString::fromStdString(current_->info.out_dir));

@@ -8,6 +8,7 @@
 // checkpoint over ssh (resumable, SHA-256 checked), with a progress bar.
 #pragma once
 
+#include <QJsonObject>
 #include <QFutureWatcher>
 #include <QVector>
 #include <QWidget>
@@ -48,6 +49,8 @@ class RunActions : public QWidget {
  signals:
   void openCheckpointRequested(const QString& checkpoint);
   void resumeRequested(const QString& runFolder);
+  // A host's run (its mirror selected): its folder there and the config it started with.
+  void resumeOnHostRequested(const QString& host, const QString& folderThere, const QJsonObject& config);
   void renameRequested();
   // After an action; `changedRuns`: the store changed, re-read the listing;
   // `select`: a run name to select once listed (a restored run).

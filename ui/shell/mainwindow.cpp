@@ -81,6 +81,11 @@ MainWindow::MainWindow(StudioContext* context, QWidget* parent)
     trainingPage->openRun(folder);
     trainingPage->resume();
   });
+  connect(runsPage->actions(), &RunActions::resumeOnHostRequested, this,
+          [this, trainingPage](const QString& host, const QString& folder, const QJsonObject& config) {
+            showPage(trainingPage->pageId());
+            trainingPage->resumeOnHost(host, folder, config);
+          });
   addPage(new ComparePage(context_));
 
   connect(navigation_, &QListWidget::currentRowChanged, stack_, &QStackedWidget::setCurrentIndex);

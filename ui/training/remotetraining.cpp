@@ -16,6 +16,7 @@ namespace {
 // After a launch, how long a follow that finds the run not (yet) running is tried again:
 // the trainer prepares its data before it takes the run (docs/remote.md).
 constexpr qint64 kStartGraceMs = 5 * 60 * 1000;
+constexpr qint64 kWaitForStartMs = 60 * 1000;
 }  // namespace
 
 RemoteTraining::RemoteTraining(QObject* parent) : QObject(parent) {
@@ -70,6 +71,7 @@ void RemoteTraining::launch(const QString& host, const QJsonObject& config, cons
   store_ = out + QStringLiteral("/runs.sqlite");  // as `train --host` reports it: the mirror is named after this text
   stopRequested_ = reconnecting_ = false;
   fingerprintAtLaunch_ = resume ? runFingerprint() : QString();
+  resumed_ = resume;
   launchedAtMs_ = QDateTime::currentMSecsSinceEpoch();
   QStringList args{QStringLiteral("train"), QStringLiteral("--host"), host,  QStringLiteral("--config"),
                    configFile,              QStringLiteral("--out"),  out,   QStringLiteral("--json")};
@@ -89,6 +91,7 @@ void RemoteTraining::follow(const QString& host, const QString& store, const QSt
   stopRequested_ = reconnecting_ = false;
   fingerprintAtLaunch_.clear();
   launchedAtMs_ = 0;
+  resumed_ = false;
   startMirror();
 }
 
@@ -106,7 +109,13 @@ void RemoteTraining::startMirror() {
     }
   });
   connect(mirror_.get(), &HostCommand::finished, this, [this](int exitCode, const QByteArray&) { onMirrorFinished(exitCode); });
-  mirror_->start(mirrorArgs(host_, store_, runName_));
+  QStringList args = mirrorArgs(host_, store_, runName_);
+  // A resumed run shows how it ended before until its trainer runs: not over yet
+  // (a trainer takes its run within seconds; one that fails later says so in its run).
+  const qint64 sinceLaunchMs = QDateTime::currentMSecsSinceEpoch() - launchedAtMs_;
+  if (resumed_ && launchedAtMs_ > 0 && sinceLaunchMs < kWaitForStartMs)
+    args << QStringLiteral("--wait-for-start") << QString::number((kWaitForStartMs - sinceLaunchMs) / 1000.0, 'f', 1);
+  mirror_->start(args);
   emit followStarted(mirrorPath());
 }
 

@@ -73,6 +73,7 @@ class RemoteTraining : public QObject {
   std::vector<BackgroundFollow> background_;
   QString host_, store_, runName_, out_;
   QString fingerprintAtLaunch_;  // the run as it was before a resume started it again
+  bool resumed_ = false;         // the launch was a resume
   qint64 launchedAtMs_ = 0;
   bool stopRequested_ = false, reconnecting_ = false, retryPending_ = false;
 };

@@ -249,26 +249,14 @@ void TrainingPage::start() {
   remote_->detach();  // a run followed on a host goes on being mirrored in the background
   QString error;
   const QJsonObject config = formConfig(&error);
-  if (!error.isEmpty()) {
-    showMessage(error, true);
-    return;
-  }
+  if (!error.isEmpty()) return showMessage(error, true);
   const QString out = outDir_->text().trimmed();
-  if (out.isEmpty()) {
-    showMessage(QStringLiteral("Choose an output folder for the run first."), true);
-    return;
-  }
+  if (out.isEmpty()) return showMessage(QStringLiteral("Choose an output folder for the run first."), true);
   if (!where().isEmpty()) return launchRemote(config, false);
-  if (hasCheckpoint(out)) {
-    showMessage(QStringLiteral("'%1' already has checkpoints: press Resume to continue that run, or choose another folder.")
-                    .arg(out),
-                true);
-    return;
-  }
-  if (!QDir().mkpath(out)) {
-    showMessage(QStringLiteral("cannot create '%1': check the parent folder is writable").arg(out), true);
-    return;
-  }
+  if (hasCheckpoint(out))
+    return showMessage(
+        QStringLiteral("'%1' already has checkpoints: press Resume to continue that run, or choose another folder.").arg(out), true);
+  if (!QDir().mkpath(out)) return showMessage(QStringLiteral("cannot create '%1': check the parent folder is writable").arg(out), true);
   const QString configPath = QDir(out).filePath(QStringLiteral("studio-config.json"));
   try {
     expnet::write_file_atomic(configPath.toStdString(), QJsonDocument(config).toJson().toStdString());
@@ -377,6 +365,13 @@ bool TrainingPage::setWhere(const QString& host) { return where_->setHost(host);
 void TrainingPage::reloadHosts() {
   const QString error = where_->reload();
   if (!error.isEmpty()) showMessage(error, true);
+}
+
+void TrainingPage::resumeOnHost(const QString& host, const QString& folderThere, const QJsonObject& config) {
+  if (trainerActive()) return showMessage(QStringLiteral("Stop the run being trained before resuming another."), true);
+  if (!setWhere(host)) return showMessage(QStringLiteral("'%1' is not in File > Hosts… any more.").arg(host), true);
+  setOutputDir(folderThere);
+  launchRemote(config, true);
 }
 
 void TrainingPage::launchRemote(const QJsonObject& config, bool resume) {

@@ -65,6 +65,8 @@ class TrainingPage : public StudioPage {
   void start();
   void stop();
   void resume();
+  // The Runs page's Resume of a host's run, with the config it started with.
+  void resumeOnHost(const QString& host, const QString& folderThere, const QJsonObject& config);
   void loadConfigFile();
   void saveConfigFile();
   void browseOutputDir();

@@ -207,4 +207,101 @@ SampleEvaluation load_sample_evaluation(const std::string& db, int64_t id) {
   return evaluation;
 }
 
+std::string sample_evaluation_json(const SampleEvaluation& e) {
+  nlohmann::ordered_json per_image = nlohmann::ordered_json::array();
+  for (const auto& s : e.per_image) {
+    nlohmann::ordered_json entry = {{"image", s.image}, {"cocoid", s.cocoid}, {"caption", s.caption}};
+    if (s.scored) entry["scores"] = {{"CIDEr", s.cider_d}, {"Bleu_4", s.bleu4}};
+    if (!s.error.empty()) entry["error"] = s.error;
+    per_image.push_back(std::move(entry));
+  }
+  return nlohmann::ordered_json{{"corpus", e.corpus},
+                                {"per_image", per_image},
+                                {"evaluation",
+                                 {{"id", e.id},
+                                  {"db", e.db},
+                                  {"checkpoint_sha256", e.checkpoint_sha256},
+                                  {"resumed", e.resumed},
+                                  {"captioned", e.captioned},
+                                  {"model", e.model},
+                                  {"options", nlohmann::ordered_json::parse(e.options)},
+                                  {"dataset", e.dataset},
+                                  {"split", e.split},
+                                  {"created", e.created}}}}
+      .dump();
+}
+
+SampleEvaluation sample_evaluation_from_json(const std::string& text, const std::string& what) {
+  SampleEvaluation e;
+  try {
+    const auto j = nlohmann::json::parse(text);
+    const auto& about = j.at("evaluation");
+    e.id = about.at("id").get<int64_t>();
+    e.db = about.value("db", "");
+    e.checkpoint_sha256 = about.at("checkpoint_sha256").get<std::string>();
+    e.resumed = about.value("resumed", size_t{0});
+    e.captioned = about.value("captioned", size_t{0});
+    e.model = about.at("model").get<std::string>();
+    e.options = about.at("options").dump();
+    e.dataset = about.at("dataset").get<std::string>();
+    e.split = about.at("split").get<std::string>();
+    e.created = about.value("created", "");
+    e.corpus = j.at("corpus").get<std::map<std::string, double>>();
+    for (const auto& entry : j.at("per_image")) {
+      SampleScore s;
+      s.image = entry.at("image").get<std::string>();
+      s.cocoid = entry.at("cocoid").get<int64_t>();
+      s.caption = entry.at("caption").get<std::string>();
+      s.error = entry.value("error", "");
+      if (entry.contains("scores")) {
+        s.scored = true;
+        s.cider_d = entry["scores"].at("CIDEr").get<double>();
+        s.bleu4 = entry["scores"].at("Bleu_4").get<double>();
+      }
+      e.per_image.push_back(std::move(s));
+    }
+  } catch (const nlohmann::json::exception& error) {
+    throw std::runtime_error(what + " is not an evaluation of `expnet eval --json` (" + error.what() + ")");
+  }
+  e.samples = e.per_image.size();
+  return e;
+}
+
+SampleEvaluation import_sample_evaluation(const SampleEvaluation& there, const std::string& home_dataset,
+                                          const std::string& db, const std::string& origin) {
+  const Dataset dataset = load_dataset(home_dataset);
+  const SplitImages split = split_images(dataset, there.split);
+  std::unordered_map<int64_t, size_t> home;  // image id -> index in the home dataset
+  for (const size_t i : split.images) home.emplace(dataset.images[i].cocoid, i);
+  for (const auto& s : there.per_image)
+    if (!home.count(s.cocoid))
+      throw std::runtime_error("the evaluation from " + origin + " has image " + std::to_string(s.cocoid) + " (" +
+                               s.image + ") that split " + split.split + " of " + dataset.source +
+                               " lacks: name this computer's copy of the dataset the host evaluated");
+  SampleEvaluationStore store(db.empty() ? default_evaluation_db(home_dataset) : db, SampleEvaluationStore::Access::write);
+  SampleEvaluation key;
+  key.checkpoint_sha256 = there.checkpoint_sha256;
+  auto options = nlohmann::ordered_json::parse(there.options);
+  options["host"] = origin;  // a key of its own: another machine may caption some images differently
+  key.options = options.dump();
+  key.model = there.model + " on " + origin;
+  key.dataset = absolute_path(dataset.source);
+  key.split = split.split;
+  SampleEvaluation evaluation = store.find_or_create(key);
+  std::unordered_map<int64_t, SampleScore> stored;
+  for (auto& sample : store.samples(evaluation.id)) stored.emplace(sample.cocoid, std::move(sample));
+  for (const auto& s : there.per_image) {
+    if (stored.count(s.cocoid)) continue;
+    SampleScore sample = s;
+    sample.image = absolute_path(dataset.image_path(dataset.images[home.at(s.cocoid)]));
+    store.add_sample(evaluation.id, sample);
+    stored.emplace(sample.cocoid, std::move(sample));
+  }
+  evaluation.resumed = there.resumed;  // as the host counted them: what it had captioned before
+  evaluation.captioned = there.captioned;
+  score_samples(dataset, split, stored, evaluation);
+  store.save_scores(evaluation.id, evaluation.per_image, evaluation.corpus);
+  return evaluation;
+}
+
 }  // namespace expnet

@@ -115,7 +115,7 @@ void RunMirror::apply(const std::vector<std::string>& lines) {
     const std::string type = line["type"];
     if (type == "hello" && line.value("version", 0) != kFollowFormatVersion)
       throw std::runtime_error("the host's expnet (" + line.value("expnet", std::string("?")) + ") speaks follow format " +
-                               std::to_string(line.value("version", 0)) + ", and this one reads format " +
+                               std::to_string(line.value("version", 0)) + ", and this one (" EXPNET_VERSION ") reads format " +
                                std::to_string(kFollowFormatVersion) + ": install the same expnet version on both machines");
     if (type == "run")
       run.bind(1, line["id"].get<int64_t>()).bind(2, line["name"].get<std::string>()).bind(3, line["status"].get<std::string>())

@@ -24,8 +24,12 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <algorithm>
+#include <chrono>
 #include <cstdlib>
 #include <stdexcept>
+
+#include <spdlog/spdlog.h>
 
 #include "system/child_process.h"
 
@@ -165,6 +169,8 @@ struct ProcessGroup::Impl {
   c10::intrusive_ptr<c10d::ProcessGroup> group;
 #endif
   std::chrono::milliseconds timeout{60000};
+  std::vector<double> gradient_reduce_ms;  // each all_reduce_gradients' collective, to its result on the CPU
+  int64_t gradient_reduce_bytes = 0;
 
   // c10d reports a dead or silent peer by throwing from wait(); say what it means.
   template <typename F>
@@ -231,7 +237,15 @@ ProcessGroup::ProcessGroup(const DistributedEnv& env, std::chrono::milliseconds 
 #endif
 }
 
-ProcessGroup::~ProcessGroup() = default;
+ProcessGroup::~ProcessGroup() {
+  // How much of a step the gradients' all-reduce is (docs/distributed.md, "Figures").
+  auto& ms = impl_->gradient_reduce_ms;
+  if (impl_->rank != 0 || ms.empty()) return;
+  std::sort(ms.begin(), ms.end());
+  spdlog::info("distributed: the gradients' all-reduce ({:.1f} MB) took a median {:.1f} ms over {} steps (waiting for "
+               "the slowest rank included)",
+               static_cast<double>(impl_->gradient_reduce_bytes) / 1e6, ms[ms.size() / 2], ms.size());
+}
 
 int ProcessGroup::rank() const { return impl_->rank; }
 int ProcessGroup::size() const { return impl_->size; }
@@ -299,8 +313,12 @@ std::vector<double> all_reduce_gradients(ProcessGroup& group, const std::vector<
   pieces.push_back(tail_cpu.to(device));
   auto flat = torch::cat(pieces);
   const int64_t flags = numel;
+  const auto began = std::chrono::steady_clock::now();
   group.all_reduce_sum(flat);
-  const auto flat_cpu = flat.narrow(0, flags, tail_size).to(torch::kCPU);
+  const auto flat_cpu = flat.narrow(0, flags, tail_size).to(torch::kCPU);  // on CUDA: waits for the collective
+  group.impl_->gradient_reduce_ms.push_back(
+      std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - began).count());
+  group.impl_->gradient_reduce_bytes = flat.numel() * static_cast<int64_t>(flat.element_size());
   const float* tail = flat_cpu.data_ptr<float>();
   int64_t offset = 0;
   for (size_t i = 0; i < params.size(); ++i) {

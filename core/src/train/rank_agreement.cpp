@@ -33,8 +33,16 @@ RankFingerprint make_rank_fingerprint(const TrainConfig& config, const TrainData
   RankFingerprint f;
   f.version = EXPNET_VERSION;
   f.config = config.to_json();
+  // Every image's id, file (not its root: hosts mount datasets in different places), split and
+  // captions: two copies that differ only in content are told apart, not trained on apart.
+  std::string content;
+  for (const auto& image : data.dataset.images) {
+    content += std::to_string(image.cocoid) + '\t' + image.filepath + '/' + image.filename + '\t' +
+               std::to_string(static_cast<int>(image.split)) + '\n';
+    for (const auto& caption : image.captions) content += caption.raw + '\n';
+  }
   f.data = std::to_string(data.dataset.images.size()) + " images, " + std::to_string(data.dataset.caption_count()) +
-           " captions, " + std::to_string(data.val_images.size()) + " validation images";
+           " captions, " + std::to_string(data.val_images.size()) + " validation images, content " + sha256_hex(content);
   for (const auto& word : data.vocab->words()) f.vocabulary += word + '\n';
   f.checkpoint = resumed_from.empty() ? "fresh" : sha256_file(resumed_from);
   return f;

@@ -16,7 +16,7 @@ class ProcessGroup;
 struct RankFingerprint {
   std::string version;     // EXPNET_VERSION
   std::string config;      // the training config's JSON
-  std::string data;        // the dataset's sizes
+  std::string data;        // the dataset's sizes and the SHA-256 of its images' ids, files, splits and captions
   std::string vocabulary;  // its words, in order
   std::string checkpoint;  // "fresh", or the SHA-256 of the checkpoint it resumes from
 };

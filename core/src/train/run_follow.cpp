@@ -62,7 +62,7 @@ json nullable(const sqlite::Statement& s, int column) { return s.is_null(column)
 class Follower {
  public:
   Follower(const FollowOptions& options, const std::function<void(const std::string&)>& emit)
-      : options_(options), emit_(emit), cursor_(options.since), label_(run_store_label(options.store)) {}
+      : options_(options), emit_(emit), cursor_(options.since), label_(run_store_label(options.store)), started_(Clock::now()) {}
 
   void run() {
     emit_(json({{"type", "hello"}, {"format", "expnet-follow"}, {"version", kFollowFormatVersion},
@@ -124,7 +124,9 @@ class Follower {
     more = read_validation(db.get()) || more;
     more = read_samples(db.get()) || more;
     sqlite::exec(db.get(), label_, "COMMIT");
-    ended_ = !followed_.empty() && !any_live;
+    seen_live_ = seen_live_ || any_live;
+    const bool starting = !seen_live_ && seconds_since(started_) < options_.wait_for_start_s;
+    ended_ = !followed_.empty() && !any_live && !starting;
     if (followed_.empty() && options_.run.empty()) ended_ = true;  // a store without runs: nothing to wait for
     return more;
   }
@@ -235,6 +237,8 @@ class Follower {
   std::set<std::pair<int64_t, int64_t>> sent_stages_;
   size_t lines_ = 0;
   bool ended_ = false;
+  Clock::time_point started_;
+  bool seen_live_ = false;  // a followed run's trainer has held its lock
   bool may_wait_ = false;  // a named run may still appear: a missing store is not an error yet
 };
 

@@ -28,6 +28,10 @@ TrainData load_train_data(const TrainConfig& config, const std::string& out_dir,
       spdlog::info("generating the shapes dataset ({} images, {} style) into {}", so.images, config.shapes_style, dir);
       path = make_shapes_dataset(so).json_path;
     }
+    if (!fs::exists(path) && !may_generate)
+      throw std::runtime_error(
+          "no shapes set in " + dir + " after rank 0 generated it into its --out: every rank must see rank 0's --out "
+          "(one folder on a file system every host shares, docs/distributed.md)");
   }
   if (path.empty()) throw std::runtime_error("training config: 'dataset' is empty; give the dataset file");
   TrainData data;

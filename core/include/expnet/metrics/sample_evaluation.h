@@ -99,4 +99,22 @@ std::vector<SampleEvaluation> list_sample_evaluations(const std::string& db);
 // One evaluation with its per-image scores. Throws when the id is unknown.
 SampleEvaluation load_sample_evaluation(const std::string& db, int64_t id);
 
+// `expnet eval --json`'s object: {corpus, per_image: [{image, cocoid, caption,
+// scores?: {CIDEr, Bleu_4}, error?}], evaluation: {id, db, checkpoint_sha256,
+// resumed, captioned, model, options, dataset, split, created}}, and back
+// (throws naming `what` when the text is not such an object).
+std::string sample_evaluation_json(const SampleEvaluation& evaluation);
+SampleEvaluation sample_evaluation_from_json(const std::string& text, const std::string& what);
+
+// An evaluation made on another machine (`expnet eval --host`) added to the
+// store `db` (empty: default_evaluation_db) of `home_dataset`, this computer's
+// copy of the dataset it was made on, so the Datasets page shows and sorts by
+// it. Its own key: `origin` (the host) joins the options and the model label
+// ("MODEL on HOST"). Samples are matched by image id; each must be in the home
+// split (else it throws: another dataset), and all are scored again with the
+// home references. Importing it again adds only what is new; resumed and
+// captioned stay the host's counts.
+SampleEvaluation import_sample_evaluation(const SampleEvaluation& there, const std::string& home_dataset,
+                                          const std::string& db, const std::string& origin);
+
 }  // namespace expnet

@@ -62,7 +62,7 @@ struct DistributedPeerLost : std::runtime_error {
 class ProcessGroup {
  public:
   ProcessGroup(const DistributedEnv& env, std::chrono::milliseconds timeout, const std::string& device);
-  ~ProcessGroup();
+  ~ProcessGroup();  // rank 0 logs the median time of the gradients' all-reduce
   ProcessGroup(const ProcessGroup&) = delete;
   ProcessGroup& operator=(const ProcessGroup&) = delete;
 
@@ -80,6 +80,9 @@ class ProcessGroup {
   void wait_flag(const std::string& key, std::chrono::milliseconds timeout);
 
  private:
+  // It times its collective; the group logs the median on rank 0 when it ends.
+  friend std::vector<double> all_reduce_gradients(ProcessGroup& group, const std::vector<at::Tensor>& params,
+                                                  const std::vector<double>& extra);
   struct Impl;
   std::unique_ptr<Impl> impl_;
 };

@@ -31,6 +31,9 @@ struct FollowOptions {
   int poll_ms = 500;        // how often the store is read
   double heartbeat_s = 5;   // an "alive" line after this long without another
   double wait_for_run_s = 30;  // a named run not in the store yet is waited for this long
+  // A run being (re)started (`train --host --resume`): not over before its
+  // trainer has taken its lock or this long has passed.
+  double wait_for_start_s = 0;
   std::function<bool()> stop;  // asked at every poll: true returns at once
 };
 
