@@ -4,10 +4,12 @@
 #include <QApplication>
 #include <QCommandLineParser>
 #include <QIcon>
+#include <QScreen>
 #include <QStyle>
 #include <QStyleFactory>
 #include <QTimer>
 
+#include <algorithm>
 #include <cstdio>
 #include <cstdlib>
 
@@ -77,7 +79,9 @@ int main(int argc, char** argv) {
   QCommandLineOption word(QStringLiteral("word"), QStringLiteral("Attention page: the caption's word to show, 1 = the first."), QStringLiteral("N"));
   QCommandLineOption theme(QStringLiteral("theme"), QStringLiteral("Colours: system (the desktop's palette), light or dark."),
                            QStringLiteral("THEME"), QStringLiteral("system"));
-  parser.addOptions({screenshot, page, open, dataset, split, limit, search, eval, run, store, select, threads, device, model, checkpoint, vocab, beam, word, theme});
+  QCommandLineOption size(QStringLiteral("size"), QStringLiteral("Window size, e.g. 1024x640 (with --screenshot: the picture's)."),
+                          QStringLiteral("WxH"));
+  parser.addOptions({size, screenshot, page, open, dataset, split, limit, search, eval, run, store, select, threads, device, model, checkpoint, vocab, beam, word, theme});
   parser.process(app);
   // Before any widget exists: the pages read their colours when they are built.
   const QString themeName = parser.value(theme);
@@ -103,8 +107,26 @@ int main(int argc, char** argv) {
   StudioContext context;
   context.setRuntime(QString::fromStdString(runtime.device), expnet::torch_threads());
   MainWindow window(&context);
-  window.resize(1280, 800);
-  if (!parser.isSet(screenshot)) window.restoreSettings();  // screenshots are reproducible: no user state
+  // 1280x800, or the screen's free area when it is smaller (a laptop; twice the scale).
+  // A screenshot is 1280x800 (or --size) whatever the screen: reproducible.
+  const QScreen* primary = QGuiApplication::primaryScreen();
+  const QSize screen = primary && !parser.isSet(screenshot) ? primary->availableSize() : QSize(1280, 800);
+  window.resize(std::min(1280, screen.width()), std::min(800, screen.height()));
+  // Screenshots are reproducible: no user state.
+  const bool restored = !parser.isSet(screenshot) && window.restoreSettings();
+  // A first start on a screen smaller than the window and its frame (a laptop, twice the
+  // scale): maximized, so that all of it, frame and status bar included, is on the screen.
+  const bool maximize = !parser.isSet(screenshot) && !parser.isSet(size) && !restored &&
+                        (screen.width() < 1280 + 20 || screen.height() < 800 + 60);
+  if (parser.isSet(size)) {
+    const QStringList wh = parser.value(size).split(QLatin1Char('x'));
+    const int w = wh.value(0).toInt(), h = wh.size() == 2 ? wh.value(1).toInt() : 0;
+    if (w < 200 || h < 150) {
+      std::fprintf(stderr, "error: --size '%s': give WIDTHxHEIGHT in pixels, e.g. 1024x640\n", qPrintable(parser.value(size)));
+      return 1;
+    }
+    window.resize(w, h);
+  }
   if ((parser.isSet(page) || parser.isSet(screenshot)) && !window.showPage(parser.value(page))) {
     std::fprintf(stderr, "error: unknown page '%s': use one of %s\n", qPrintable(parser.value(page)),
                  qPrintable(window.pageIds().join(QStringLiteral(", "))));
@@ -164,7 +186,10 @@ int main(int argc, char** argv) {
       return 1;
     }
   if (parser.isSet(select)) runsPage->selectRuns(parser.value(select).split(QLatin1Char(','), Qt::SkipEmptyParts));
-  window.show();
+  if (maximize)
+    window.showMaximized();
+  else
+    window.show();
 
   if (parser.isSet(screenshot)) {
     ScreenshotRequest request;

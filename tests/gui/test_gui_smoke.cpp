@@ -40,6 +40,31 @@ class TestGuiSmoke : public QObject {
     }
     QVERIFY(!window.showPage(QStringLiteral("nope")));
   }
+  // A laptop's 1024x640 and 1920x1080 at twice the scale (960x540 logical pixels): the
+  // window can be that small on every page (a page larger than that scrolls, every
+  // control reachable), and no page ever changes the window's size.
+  void theWindowFitsSmallScreens() {
+    StudioContext context;
+    MainWindow window(&context);
+    window.resize(960, 540);
+    window.show();
+    QVERIFY(QTest::qWaitForWindowExposed(&window));
+    for (const QString& id : window.pageIds()) {
+      QVERIFY(window.showPage(id));
+      QTest::qWait(50);
+      const QSize least = window.minimumSizeHint();
+      QVERIFY2(least.width() <= 960 && least.height() <= 540,
+               qPrintable(QStringLiteral("%1: the window cannot be smaller than %2x%3").arg(id).arg(least.width()).arg(least.height())));
+      QCOMPARE(window.size(), QSize(960, 540));
+      // The page is never squeezed below what it needs: the scroll area around it scrolls instead.
+      auto* page = window.currentPage();
+      const QSize need = page->minimumSizeHint();
+      QVERIFY2(page->width() >= need.width() && page->height() >= need.height(),
+               qPrintable(QStringLiteral("%1 is %2x%3, below its least %4x%5").arg(id).arg(page->width()).arg(page->height())
+                              .arg(need.width()).arg(need.height())));
+    }
+  }
+
   void navigationClickSwitchesPage() {
     StudioContext context;
     MainWindow window(&context);

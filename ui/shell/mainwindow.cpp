@@ -9,6 +9,7 @@
 #include <QListWidget>
 #include <QMenu>
 #include <QMenuBar>
+#include <QScrollArea>
 #include <QSettings>
 #include <QStackedWidget>
 #include <QStatusBar>
@@ -154,7 +155,15 @@ void MainWindow::buildMenus(CaptionPage* captionPage) {
 
 void MainWindow::addPage(StudioPage* page) {
   pages_.push_back(page);
-  stack_->addWidget(page);
+  // In a scroll area: a page wider or taller than a small screen (1024x640, or 960x540 at
+  // twice the scale) scrolls instead of making the window larger than the screen, and
+  // no page's size ever changes the window's.
+  auto* scroll = new QScrollArea;
+  scroll->setObjectName(page->pageId() + QStringLiteral("Scroll"));
+  scroll->setWidgetResizable(true);
+  scroll->setFrameShape(QFrame::NoFrame);
+  scroll->setWidget(page);
+  stack_->addWidget(scroll);
   navigation_->addItem(page->title());
 }
 
@@ -179,12 +188,13 @@ bool MainWindow::showPage(const QString& id) {
 
 StudioPage* MainWindow::currentPage() const { return pages_.value(stack_->currentIndex(), nullptr); }
 
-void MainWindow::restoreSettings() {
+bool MainWindow::restoreSettings() {
   QSettings settings;
-  restoreGeometry(settings.value(QStringLiteral("window/geometry")).toByteArray());
+  const bool restored = restoreGeometry(settings.value(QStringLiteral("window/geometry")).toByteArray());
   restoreState(settings.value(QStringLiteral("window/state")).toByteArray());
   showPage(settings.value(QStringLiteral("window/page"), QStringLiteral("caption")).toString());
   for (auto* page : pages_) page->restoreSettings();
+  return restored;
 }
 
 void MainWindow::closeEvent(QCloseEvent* event) {

@@ -26,7 +26,7 @@ class MainWindow : public QMainWindow {
   StudioPage* currentPage() const;
   StudioPage* page(const QString& id) const;
   // Window geometry and the last page, remembered across sessions (QSettings).
-  void restoreSettings();
+  bool restoreSettings();  // false: no saved window geometry (the first start)
 
  protected:
   void closeEvent(QCloseEvent* event) override;
