@@ -337,6 +337,29 @@ class TestAttentionPage : public QObject {
     QCOMPARE(page.trace()->path, dir + "/second.png");
   }
 
+  // A PNAIC model cannot be traced: the previous model's maps leave the screen and the
+  // error stands in full in the main area.
+  void aPnaicModelClearsTheMapsAndSaysWhy() {
+    StudioContext context;
+    context.setCaptioner(captioner_);
+    AttentionPage page(&context);
+    page.show();
+    QVERIFY(QTest::qWaitForWindowExposed(&page));
+    page.openImage(image_);
+    QTRY_VERIFY_WITH_TIMEOUT(!page.isBusy() && page.trace(), kWaitMs);
+    context.setCaptioner(expnet::Captioner::load({"pnaic-demo-k5", "", ""}));
+    QSignalSpy failed(&page, &AttentionPage::traceFailed);
+    page.openImage(image_);
+    QTRY_VERIFY_WITH_TIMEOUT(failed.count() == 1, kWaitMs);
+    QVERIFY(!page.trace());
+    QString error;
+    QVERIFY(!page.saveView(AttentionPage::View::HeatMap, expnet_test::makeTempDir("attention_pnaic") + "/x.png", &error));
+    bool shown = false;
+    for (auto* label : page.findChildren<QLabel*>())
+      shown = shown || (label->isVisible() && label->text().contains("Could not trace it") && label->text().contains("PNAIC"));
+    QVERIFY2(shown, "the PNAIC error is not shown in full in the main area");
+  }
+
   void screenshotShowsTheTracedWord() {
     const QString dir = expnet_test::makeTempDir("attention_screenshot");
     const QString png = dir + "/attention.png";

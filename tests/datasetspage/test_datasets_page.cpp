@@ -120,6 +120,21 @@ class TestDatasetsPage : public QObject {
   }
 
   // A per-sample evaluation: sorted worst first, and its per-image scores are
+  // A PNAIC model decodes greedily: the evaluation's beam is 1 and disabled, saying why.
+  void aPnaicModelEvaluatesGreedily() {
+    StudioContext context;
+    DatasetsPage page(&context);
+    auto* model = page.findChild<QComboBox*>("evalModel");
+    auto* beam = page.findChild<QSpinBox*>("evalBeam");
+    QVERIFY(model && beam && beam->isEnabled());
+    model->setCurrentText("pnaic-demo-k5");
+    QVERIFY(!beam->isEnabled());
+    QCOMPARE(beam->value(), 1);
+    QVERIFY(beam->toolTip().contains("PNAIC"));
+    model->setCurrentText("demo");
+    QVERIFY(beam->isEnabled());
+  }
+
   // `expnet score`'s on the same captions; cancelled, it resumes.
   void evaluationSortsWorstFirstAndResumes() {
     StudioContext context;

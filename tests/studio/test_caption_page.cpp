@@ -23,6 +23,7 @@
 #include <QTimer>
 #include <QToolButton>
 #include <QUrl>
+#include <QStandardItemModel>
 #include <QtTest>
 
 #include <filesystem>
@@ -235,6 +236,13 @@ class TestCaptionPage : public QObject {
     QCOMPARE(done.nbest.size(), qsizetype(expected.at(0).texts.size()));
     for (int i = 0; i < done.nbest.size(); ++i)
       QCOMPARE(done.nbest.at(i).toObject().value("text").toString(), QString::fromStdString(expected.at(0).texts.at(i)));
+    // A pasted path that does not exist is not dropped silently: a row names it and says why.
+    const QString missing = expnet_test::makeTempDir("caption_paste") + "/gone.png";
+    QGuiApplication::clipboard()->setText(missing + "\nsome words that are no path\n");
+    page.pasteFromClipboard();
+    QTRY_VERIFY_WITH_TIMEOUT(page.model()->rowCount() == 2 && !page.isBusy(), kWaitMs);
+    QCOMPARE(page.model()->item(1).path, missing);
+    QCOMPARE(int(page.model()->item(1).status), int(CaptionItem::Status::Failed));
   }
 
   // A file whose name is not UTF-8 (byte 0xff), dropped from a file manager as a
@@ -431,6 +439,31 @@ class TestCaptionPage : public QObject {
   // when its files are gone, the demo model is loaded and the Model box says why.
   // The Model box's Precision: bf16 where the CPU has it (forced here), and
   // fp32 with a note where it does not.
+  // A PNAIC model decodes greedily: beam search and sampling are disabled with the
+  // reason, the built-in PNAIC names are offered, and an AIC model enables them again.
+  void pnaicModelsOfferOnlyGreedy() {
+    StudioContext context;
+    CaptionPage page(&context);
+    page.show();
+    auto* search = page.findChild<QComboBox*>("search");
+    auto* items = qobject_cast<QStandardItemModel*>(search->model());
+    QVERIFY(items);
+    QVERIFY(page.findChildren<QComboBox*>().size() > 1);
+    bool offered = false;
+    for (auto* combo : page.findChildren<QComboBox*>()) offered = offered || combo->findText("pnaic-demo-k5") >= 0;
+    QVERIFY2(offered, "the Config list does not offer pnaic-demo-k5");
+    ModelRequest pnaic;
+    pnaic.model = "pnaic-demo-k5";
+    page.loadModel(pnaic);
+    QTRY_VERIFY_WITH_TIMEOUT(page.modelLoaded() && !page.isBusy(), kWaitMs);
+    QCOMPARE(search->currentText(), QStringLiteral("Greedy"));
+    QVERIFY(!items->item(0)->isEnabled() && !items->item(2)->isEnabled());
+    QVERIFY(items->item(0)->toolTip().contains("PNAIC"));
+    page.loadModel(demoRequest());
+    QTRY_VERIFY_WITH_TIMEOUT(page.modelLoaded() && !page.isBusy() && context.modelName() == "built-in demo model", kWaitMs);
+    QVERIFY(items->item(0)->isEnabled() && items->item(2)->isEnabled());
+  }
+
   void precisionFromTheModelBox() {
     StudioContext context;
     CaptionPage page(&context);

@@ -11,6 +11,9 @@
 #include <QJsonObject>
 #include <QLabel>
 #include <QLineEdit>
+#include <QMessageBox>
+#include <QSettings>
+#include <QTimer>
 #include <QPlainTextEdit>
 #include <QPushButton>
 #include <QSignalSpy>
@@ -18,6 +21,7 @@
 #include <QTableWidget>
 #include <QtTest>
 
+#include "shell/mainwindow.h"
 #include "shell/studiocontext.h"
 #include "expnet/train/run_store.h"
 #include "support/fixtures.h"
@@ -225,6 +229,64 @@ class TestTrainingPage : public QObject {
       }
     QVERIFY(sawLoss);
     QVERIFY(!button(page, "resume")->isEnabled());  // nothing left to resume
+  }
+
+  // Quitting while a trainer runs here asks first: Cancel keeps it training; "Stop with a
+  // checkpoint, then quit" stops it with a checkpoint and the window closes once it has.
+  // The next start shows that run again (its curves), ready to resume.
+  void quittingWhileTrainingAsksFirst() {
+    QCoreApplication::setOrganizationName("expnet-test-trainpage-quit");  // not the user's settings
+    QSettings().clear();
+    StudioContext context;
+    auto window = std::make_unique<MainWindow>(&context);
+    auto* page = qobject_cast<TrainingPage*>(window->page("training"));
+    page->process()->setProgram(expnet_test::cliPath());
+    page->poller()->setIntervalMs(100);
+    QVERIFY(page->setConfigJson(tinyConfig()));
+    const QString dir = expnet_test::makeTempDir(QStringLiteral("trainpage_quit")) + "/run";
+    page->setOutputDir(dir);
+    page->findChild<QSpinBox*>(QStringLiteral("threads"))->setValue(1);
+    window->show();
+    window->showPage("training");
+    button(*page, "start")->click();
+    QTRY_VERIFY_WITH_TIMEOUT(page->charts()->points(QStringLiteral("loss")).size() >= 2, kWaitMs);
+    // The question, answered as a user would once it is on screen.
+    const auto answer = [](bool stop) {
+      auto* timer = new QTimer;
+      timer->setInterval(100);
+      QObject::connect(timer, &QTimer::timeout, [timer, stop] {
+        QMessageBox* box = nullptr;
+        for (QWidget* w : QApplication::topLevelWidgets())
+          if (w->objectName() == "quitQuestion" && w->isVisible()) box = qobject_cast<QMessageBox*>(w);
+        if (!box) return;
+        timer->stop();
+        timer->deleteLater();
+        if (!stop) return box->button(QMessageBox::Cancel)->click();
+        for (QAbstractButton* b : box->buttons())
+          if (b->text().startsWith("Stop with a checkpoint")) b->click();
+      });
+      timer->start();
+    };
+    answer(false);
+    QVERIFY(!window->close());
+    QVERIFY(window->isVisible() && page->process()->isRunning());
+    answer(true);
+    QVERIFY(!window->close());  // not yet: once the checkpoint is written
+    QTRY_VERIFY_WITH_TIMEOUT(!window->isVisible(), kWaitMs);
+    QVERIFY(!page->process()->isRunning());
+    QVERIFY(QFileInfo::exists(dir + "/checkpoints/latest.json"));
+    const size_t steps = page->snapshot().steps.size();
+
+    window.reset();  // the studio started again: the run shown before is shown again
+    auto again = std::make_unique<MainWindow>(&context);
+    again->restoreSettings();
+    auto* shown = qobject_cast<TrainingPage*>(again->page("training"));
+    QTRY_VERIFY_WITH_TIMEOUT(shown->snapshot().found, 10000);
+    QCOMPARE(QString::fromStdString(shown->snapshot().run.status), QStringLiteral("interrupted"));
+    QCOMPARE(shown->snapshot().steps.size(), steps);
+    QTRY_COMPARE_WITH_TIMEOUT(shown->charts()->points(QStringLiteral("loss")).size(), qsizetype(steps), 5000);
+    QVERIFY(button(*shown, "resume")->isEnabled());
+    QSettings().clear();
   }
 
   void startRefusesAFolderWithCheckpoints() {

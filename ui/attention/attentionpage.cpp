@@ -279,6 +279,7 @@ void AttentionPage::requestTrace() {
   waiting_ = !captioner || !isVisible();
   if (!waiting_) {
     tracing_ = true;
+    requestedWith_ = captioner.get();
     const int request = ++request_;
     worker_->supersede(request);
     QMetaObject::invokeMethod(
@@ -317,6 +318,7 @@ void AttentionPage::onTraced(int request, std::shared_ptr<const AttentionTrace> 
   tracing_ = false;
   error_.clear();
   trace_ = std::move(trace);
+  tracedWith_ = requestedWith_;
   const int keep = word_;
   words_->setTrace(trace_);
   fillSelectors();
@@ -334,6 +336,8 @@ void AttentionPage::onFailed(int request, const QString& error) {
   if (request != request_) return;
   tracing_ = false;
   error_ = error;
+  if (requestedWith_ != tracedWith_) trace_.reset();  // another model's maps leave; a bad file keeps the last trace
+  if (!trace_) words_->setTrace(nullptr);
   updateStatus();
   emit traceFailed(error);
 }
@@ -432,7 +436,9 @@ void AttentionPage::updateStatus() {
   const bool haveModel = bool(context_->captioner());
   busy_->setVisible(tracing_ || (waiting_ && context_->modelLoading()));
   saveButton_->setEnabled(bool(trace_));
-  centre_->setCurrentIndex(trace_ ? 1 : 0);
+  centre_->setCurrentIndex(trace_ ? 1 : 0);  // the error in full in the main area, else how to begin
+  hint_->setText(error_.isEmpty() ? QString::fromUtf8(kHint)
+                                  : QStringLiteral("<h3>Could not trace it</h3><p>%1</p>").arg(error_.toHtmlEscaped()));
   QString text;
   if (!error_.isEmpty())
     text = QStringLiteral("<span style='color:%1'>%2</span>")
@@ -470,10 +476,7 @@ QImage AttentionPage::viewImage(View view) const {
 }
 
 bool AttentionPage::saveView(View view, const QString& file, QString* error) const {
-  const auto fail = [error](const QString& why) {
-    if (error) *error = why;
-    return false;
-  };
+  const auto fail = [error](const QString& why) { if (error) *error = why; return false; };
   if (!trace_) return fail(QStringLiteral("nothing to save yet: pick an image first"));
   const QImage image = viewImage(view);
   if (image.isNull()) return fail(QStringLiteral("the view is empty"));

@@ -117,6 +117,8 @@ class AttentionPage : public StudioPage {
   WordModel* words_;
   CaptionModel* images_ = nullptr;
   std::shared_ptr<const AttentionTrace> trace_;
+  const void* requestedWith_ = nullptr;  // the model of the latest request
+  const void* tracedWith_ = nullptr;     // the model trace_ came from
   QString path_;        // the image asked for (traced, tracing or waiting for a model)
   int request_ = 0;     // id of the latest trace request
   bool tracing_ = false;

@@ -215,6 +215,7 @@ void CaptionPage::onModelLoaded(const QString& name, const QJsonObject& details)
   modelDetails_ = details;
   decodingForm_->setModelMaxLength(details.value(QStringLiteral("max_seq_len")).toInt());
   decodingForm_->applyCheckpoint(details.value(QStringLiteral("decoding")).toObject());
+  decodingForm_->setGreedyOnly(details.value(QStringLiteral("pnaic")).toBool());
   demoNotice_->setVisible(details.value(QStringLiteral("demo")).toBool());
   recentModels_.add(requested_);
   // Saved at once (a crash must not forget it), unless the page runs without the user's

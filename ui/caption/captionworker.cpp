@@ -97,6 +97,7 @@ void CaptionWorker::loadModel(const ModelRequest& request) {
                         {"max_seq_len", qint64(config.max_seq_len)},
                         {"load_ms", captioner->load_ms()},
                         {"demo", isDemoModel(request)},
+                        {"pnaic", config.is_pnaic()},
                         {"decoding", QJsonDocument::fromJson(QByteArray::fromStdString(
                                                                  captioner->carried_decoding().to_json()))
                                          .object()}};

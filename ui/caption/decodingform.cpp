@@ -1,6 +1,7 @@
 #include "caption/decodingform.h"
 
 #include <QComboBox>
+#include <QStandardItemModel>
 #include <QDoubleSpinBox>
 #include <QFormLayout>
 #include <QHBoxLayout>
@@ -49,6 +50,7 @@ DecodingForm::DecodingForm() : QGroupBox(QStringLiteral("Decoding")) {
   note_->setToolTip(QStringLiteral("The model's checkpoint carries these decoding options and they are in use; "
                                    "change a field to override it"));
   note_->hide();
+  search_->setProperty("aicTip", search_->toolTip());
   connect(search_, &QComboBox::currentIndexChanged, this, [this](int index) {
     beam_->setEnabled(index == 0);
     nbest_->setEnabled(index != 1);  // beam: n-best; sampling: samples per image
@@ -124,6 +126,18 @@ void DecodingForm::applyCheckpoint(const QJsonObject& carried) {
   base_ = expnet::CarriedDecoding::from_json(QJsonDocument(carried).toJson().toStdString(), "the checkpoint").options;
   carried_.apply(carried);
   updateNote();
+}
+
+void DecodingForm::setGreedyOnly(bool only) {
+  const QString why = QStringLiteral("A PNAIC model decodes its groups greedily: beam search and sampling are for "
+                                     "autoregressive (AIC) models");
+  auto* items = qobject_cast<QStandardItemModel*>(search_->model());
+  for (const int index : {0, 2}) {  // beam search, sampling
+    items->item(index)->setEnabled(!only);
+    items->item(index)->setToolTip(only ? why : QString());
+  }
+  if (only) search_->setCurrentIndex(1);
+  search_->setToolTip(only ? why : search_->property("aicTip").toString());
 }
 
 void DecodingForm::updateNote() {

@@ -29,6 +29,8 @@ class DecodingForm : public QGroupBox {
   void setModelMaxLength(int length);
   // The decoding options of the model just loaded (CarriedDecoding::to_json() as JSON; {} for none).
   void applyCheckpoint(const QJsonObject& carried);
+  // A PNAIC model decodes greedily only: the other searches disabled, saying why.
+  void setGreedyOnly(bool only);
   // "From the checkpoint: ..." as the note under the fields shows it; "" when none.
   QString checkpointNote() const { return carried_.note(); }
 

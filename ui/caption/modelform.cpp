@@ -33,7 +33,9 @@ void ModelForm::addFileRows(QFormLayout* form) {
   config_->setEditable(true);
   config_->addItem(QString());
   for (const auto& name : expnet::model_preset_names()) config_->addItem(QString::fromStdString(name));
-  config_->lineEdit()->setPlaceholderText(QStringLiteral("preset (official, small, tiny, demo) or config .json"));
+  for (const auto& name : expnet::builtin_model_names())  // the built-in models, PNAIC students included
+    if (config_->findText(QString::fromStdString(name)) < 0) config_->addItem(QString::fromStdString(name));
+  config_->lineEdit()->setPlaceholderText(QStringLiteral("preset (official, small, tiny), built-in model or config .json"));
   config_->setToolTip(QStringLiteral("Preset name or model config JSON; empty = read from one of our checkpoints"));
   checkpoint_ = new QLineEdit;
   checkpoint_->setPlaceholderText(QStringLiteral("checkpoint .pth"));

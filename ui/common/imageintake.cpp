@@ -7,6 +7,7 @@
 #include <QDragEnterEvent>
 #include <QDropEvent>
 #include <QFileDialog>
+#include <QDir>
 #include <QFileInfo>
 #include <QImage>
 #include <QMimeData>
@@ -63,12 +64,13 @@ QStringList ImageIntake::pathsOf(const QMimeData* mime) {
   }
   if (mime->hasText()) {
     // Paths or file:// URLs copied as text (a terminal, a file manager's "copy path"),
-    // one per line; lines that name no existing file are ignored.
+    // one per line. An absolute path that does not exist is kept, so the page shows an
+    // error row naming it; other text (not a path) is ignored.
     for (const QString& line : mime->text().split(QLatin1Char('\n'), Qt::SkipEmptyParts)) {
       const QString text = line.trimmed();
       const QUrl url(text);
       const QString path = url.isLocalFile() ? url.toLocalFile() : text;
-      if (!path.isEmpty() && QFileInfo::exists(path)) paths << path;
+      if (!path.isEmpty() && (QFileInfo::exists(path) || QDir::isAbsolutePath(path))) paths << path;
     }
     if (!paths.isEmpty()) return paths;
   }

@@ -70,6 +70,7 @@ EvaluationPanel::EvaluationPanel(QWidget* parent) : QGroupBox(QStringLiteral("Pe
   export_ = new QPushButton(QStringLiteral("Export CSV…"));
   export_->setToolTip(QStringLiteral("The shown evaluation's images in the grid's order, with captions and scores"));
   buildHost();
+  connect(model_, &QComboBox::currentTextChanged, this, &EvaluationPanel::fitBeamToModel);
   auto* form = new QFormLayout(this);
   form->addRow(QStringLiteral("Where:"), where_);
   form->addRow(there_);
@@ -155,6 +156,15 @@ void EvaluationPanel::buildHost() {
               false);
     emit hostEvaluated(r.id);
   });
+}
+
+// A PNAIC model decodes greedily only: its beam is 1 and cannot be changed (the reason in the tooltip).
+void EvaluationPanel::fitBeamToModel(const QString& model) {
+  const bool pnaic = model.trimmed().startsWith(QStringLiteral("pnaic-"));
+  if (pnaic) beam_->setValue(1);
+  beam_->setEnabled(!pnaic);
+  beam_->setToolTip(pnaic ? QStringLiteral("A PNAIC model decodes its groups greedily: no beam search")
+                          : QStringLiteral("Beam width (1 = greedy); part of the evaluation's key"));
 }
 
 bool EvaluationPanel::runOnHost(const EvaluationJob& job) {

@@ -56,6 +56,7 @@ class EvaluationPanel : public QGroupBox {
 
  private:
   void buildHost();
+  void fitBeamToModel(const QString& model);
   HostChoice* where_;
   QWidget* there_;  // the host's dataset path and device, shown for a host
   QLineEdit* datasetThere_;

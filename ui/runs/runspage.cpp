@@ -192,9 +192,9 @@ void RunsPage::onListing(const RunsListing& listing) {
   model_->updateRows(listing.rows);
   const bool anyLive = std::any_of(listing.rows.begin(), listing.rows.end(), [](const RunRow& r) { return r.live; });
   const qsizetype running = std::count_if(listing.rows.begin(), listing.rows.end(), [](const RunRow& r) { return r.live; });
-  summary_->setText(QStringLiteral("%1 runs in %2 stores%3")
-                        .arg(listing.rows.size())
-                        .arg(listing.stores.size())
+  const auto count = [](qsizetype n, const char* one) { return QStringLiteral("%1 %2%3").arg(n).arg(one).arg(n == 1 ? "" : "s"); };
+  summary_->setText(QStringLiteral("%1 in %2%3")
+                        .arg(count(qsizetype(listing.rows.size()), "run"), count(listing.stores.size(), "store"))
                         .arg(running ? QStringLiteral(" · %1 running (updated live)").arg(running) : QString()));
   QStringList problemLines;
   for (const auto& p : listing.problems) problemLines << p.error.toHtmlEscaped();

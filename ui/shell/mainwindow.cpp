@@ -9,6 +9,8 @@
 #include <QListWidget>
 #include <QMenu>
 #include <QMenuBar>
+#include <QMessageBox>
+#include <QPushButton>
 #include <QScrollArea>
 #include <QSettings>
 #include <QStackedWidget>
@@ -198,12 +200,36 @@ bool MainWindow::restoreSettings() {
 }
 
 void MainWindow::closeEvent(QCloseEvent* event) {
+  if (!askBeforeQuitting()) return event->ignore();
   QSettings settings;
   settings.setValue(QStringLiteral("window/geometry"), saveGeometry());
   settings.setValue(QStringLiteral("window/state"), saveState());
   if (auto* page = currentPage()) settings.setValue(QStringLiteral("window/page"), page->pageId());
   for (const auto* page : pages_) page->saveSettings();
   QMainWindow::closeEvent(event);
+}
+
+// Work that quitting would stop (a trainer here): stop it with a checkpoint and quit once it
+// has, or do not quit. Never a run lost without a question.
+bool MainWindow::askBeforeQuitting() {
+  if (quitting_) return true;
+  for (StudioPage* page : pages_) {
+    const QString lost = page->workLostOnQuit();
+    if (lost.isEmpty()) continue;
+    QMessageBox box(QMessageBox::Question, QStringLiteral("Quit ExpansionNet Studio?"), lost, QMessageBox::NoButton, this);
+    box.setObjectName(QStringLiteral("quitQuestion"));
+    QPushButton* stop = box.addButton(QStringLiteral("Stop with a checkpoint, then quit"), QMessageBox::AcceptRole);
+    box.addButton(QMessageBox::Cancel);
+    box.setDefaultButton(QMessageBox::Cancel);
+    box.exec();
+    if (box.clickedButton() != stop) return false;
+    quitting_ = true;
+    connect(page, &StudioPage::quitSafe, this, &QWidget::close, Qt::SingleShotConnection);
+    statusBar()->showMessage(QStringLiteral("Stopping the training with a checkpoint; the studio quits once it is written…"));
+    page->stopForQuit();
+    return false;
+  }
+  return true;
 }
 
 void MainWindow::updateStatus() {

@@ -35,6 +35,7 @@ class MainWindow : public QMainWindow {
   void addPage(StudioPage* page);
   void buildMenus(CaptionPage* captionPage);
   void updateStatus();
+  bool askBeforeQuitting();  // false: not now (cancelled, or quitting once a page's work has stopped)
 
   StudioContext* context_;
   QListWidget* navigation_;
@@ -43,4 +44,5 @@ class MainWindow : public QMainWindow {
   QActionGroup* pageActions_;
   QLabel* deviceLabel_;
   QLabel* modelLabel_;
+  bool quitting_ = false;  // the user chose to stop the work and quit
 };

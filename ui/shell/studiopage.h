@@ -1,6 +1,6 @@
 // Base of every studio page: the main window lists pages by id and title, and
 // `--screenshot` asks the shown page what it displays (describe()) and whether
-// work is still pending (isBusy()).
+// work is still pending (isBusy()), and before quitting, what work would be lost.
 #pragma once
 
 #include <QJsonObject>
@@ -21,4 +21,11 @@ class StudioPage : public QWidget {
   // main window with its geometry; screenshots skip them to stay reproducible.
   virtual void restoreSettings() {}
   virtual void saveSettings() const {}
+  // What quitting now would stop (one sentence; "" when nothing): the main window
+  // asks before it quits, and on "stop" calls stopForQuit() and quits at quitSafe().
+  virtual QString workLostOnQuit() const { return {}; }
+  virtual void stopForQuit() {}
+
+ signals:
+  void quitSafe();
 };

@@ -60,6 +60,7 @@ TrainingPage::TrainingPage(StudioContext* context, QWidget* parent)
   layout->addWidget(split_);
 
   connect(process_, &TrainingProcess::logLine, this, &TrainingPage::appendLog);
+  connect(this, &TrainingPage::trainingFinished, this, &StudioPage::quitSafe);
   connect(process_, &TrainingProcess::progress, this, [this](const TrainProgressLine& line) {
     lastProgress_ = line;
     haveProgress_ = true;
@@ -276,23 +277,17 @@ void TrainingPage::resume() {
     if (!error.isEmpty()) return showMessage(error, true);
     return launchRemote(config, true);
   }
-  if (!hasCheckpoint(out)) {
-    showMessage(QStringLiteral("'%1' has no checkpoint to resume from (checkpoints/latest.json).").arg(out), true);
-    return;
-  }
+  if (!hasCheckpoint(out))
+    return showMessage(QStringLiteral("'%1' has no checkpoint to resume from (checkpoints/latest.json).").arg(out), true);
   // The config the run started with: ours, or the one in the run store.
   QString configPath = QDir(out).filePath(QStringLiteral("studio-config.json"));
   if (!QFileInfo::exists(configPath)) {
     const RunSnapshot s = loadRunSnapshot(storeForFolder(out), QString());
-    if (!s.found) {
-      showMessage(QStringLiteral("cannot resume: %1").arg(s.error), true);
-      return;
-    }
+    if (!s.found) return showMessage(QStringLiteral("cannot resume: %1").arg(s.error), true);
     try {
       expnet::write_file_atomic(configPath.toStdString(), s.run.config_json);
     } catch (const std::exception& e) {
-      showMessage(QString::fromStdString(e.what()), true);
-      return;
+      return showMessage(QString::fromStdString(e.what()), true);
     }
   }
   launch(configPath, true);
@@ -559,6 +554,9 @@ void TrainingPage::restoreSettings() {
   if (!form.isEmpty()) setConfigJson(form);
   setOutputDir(settings.value(QStringLiteral("outDir")).toString());
   setWhere(settings.value(QStringLiteral("where")).toString());
+  // The run shown when the studio closed is shown again (its curves, samples, status).
+  if (where().isEmpty() && QFileInfo(storeForFolder(outDir_->text())).isFile() && openRun(outDir_->text()))
+    fillFormFromRun_ = false;  // the form as it was left
   // A run on a host goes on while the studio is closed: follow it again, from the mirror's cursor.
   for (const QVariant& run : settings.value(QStringLiteral("remoteRuns")).toList()) {
     const QStringList r = run.toStringList();
@@ -570,6 +568,12 @@ void TrainingPage::restoreSettings() {
   split_->restoreState(settings.value(QStringLiteral("split")).toByteArray());
   monitorSplit_->restoreState(settings.value(QStringLiteral("monitorSplit")).toByteArray());
   showMessage(QString(), false);
+}
+
+QString TrainingPage::workLostOnQuit() const {
+  if (!process_->isRunning() || process_->stopRequested()) return {};
+  return QStringLiteral("%1 is training on this computer, and quitting stops it. Stop it with a checkpoint first: Resume "
+                        "continues it after the next start.").arg(runTitle_->text().section(QStringLiteral(" — "), 0, 0));
 }
 
 void TrainingPage::saveSettings() const {

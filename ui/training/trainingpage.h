@@ -73,9 +73,12 @@ class TrainingPage : public StudioPage {
   void browseRun();
   void restoreSettings() override;
   void saveSettings() const override;
+  // A trainer of this computer (a host's run goes on without the studio).
+  QString workLostOnQuit() const override;
+  void stopForQuit() override { stop(); }
 
  signals:
-  void trainingFinished(int exitCode);
+  void trainingFinished(int exitCode);  // also quitSafe()
   void snapshotUpdated();
 
  private:
