@@ -286,6 +286,25 @@ class TestDatasetsPage : public QObject {
     QCOMPARE(d["split"].toString(), QString("val"));
     QCOMPARE(d["sort"].toString(), QString("caption length"));
     QVERIFY(d["total"].toInteger() > 0);
+
+    // Sorted by an evaluation's scores: the evaluation comes back with the sort; when it
+    // is gone from the store, the sort falls back to id instead of claiming a score order.
+    const QJsonArray evaluations = d["evaluation"].toObject()["evaluations"].toArray();
+    QVERIFY2(!evaluations.isEmpty(), "the earlier test's evaluation is not in the store");
+    const qint64 id = evaluations[0].toObject()["id"].toInteger();
+    for (const qint64 shown : {id, qint64(999999)}) {
+      QSettings().setValue("datasets/sort", int(expnet::IndexSort::score_ascending));
+      QSettings().setValue("datasets/evaluation", shown);
+      StudioContext again;
+      DatasetsPage restored(&again);
+      restored.restoreSettings();
+      restored.show();
+      QVERIFY(expnet_test::waitUntil([&] { return !restored.isBusy() && restored.describe()["total"].toInteger() > 0; }));
+      QVERIFY(waitIdle(restored));
+      const QJsonObject r = restored.describe();
+      QCOMPARE(r["evaluation"].toObject()["shown"].toInteger(), shown == id ? id : 0);
+      QCOMPARE(r["sort"].toString(), shown == id ? QString("score: worst first") : QString("id"));
+    }
     QSettings().clear();
   }
 

@@ -175,7 +175,7 @@ void DatasetsPage::wireEvaluation() {
   });
   connect(analysis_, &AnalysisWorker::evaluationsListed, this, [this](const QString& db, const QJsonArray& list) {
     pending_.lists = std::max(0, pending_.lists - 1);
-    if (db == evaluationDb()) evaluation_->setEvaluations(list);
+    if (db == evaluationDb()) evaluation_->setEvaluations(list, true);
     updateState();
   });
   connect(analysis_, &AnalysisWorker::evaluationLoaded, this, [this](qint64 id, const QJsonObject& samples) {
@@ -213,9 +213,8 @@ void DatasetsPage::wireEvaluationPanel() {
   connect(evaluation_, &EvaluationPanel::evaluateRequested, this, &DatasetsPage::startEvaluation);
   connect(evaluation_, &EvaluationPanel::cancelRequested, this, [this] { analysis_->cancelEvaluation(); });
   connect(evaluation_, &EvaluationPanel::evaluationChosen, this, [this](qint64 id) {
-    if (id == 0 && (sort_ == expnet::IndexSort::score_ascending || sort_ == expnet::IndexSort::score_descending))
-      sortBox_->setCurrentIndex(0);
-    runQuery();
+    const bool byScore = sort_ == expnet::IndexSort::score_ascending || sort_ == expnet::IndexSort::score_descending;
+    setSort(id == 0 && byScore ? expnet::IndexSort::id : sort_);  // no scores to sort by without an evaluation
   });
   connect(evaluation_, &EvaluationPanel::comparedChosen, this, [this](qint64 id) {
     compared_.clear();
@@ -275,14 +274,11 @@ QWidget* DatasetsPage::buildTopBar() {
   count_ = new QLabel;
   count_->setObjectName(QStringLiteral("matchCount"));
   row->addWidget(path_, 2);
-  row->addWidget(open);
-  row->addWidget(folder);
+  for (QWidget* w : std::initializer_list<QWidget*>{open, folder}) row->addWidget(w);
   row->addSpacing(8);
   row->addWidget(splitBox_);
   row->addWidget(searchBox_, 2);
-  row->addWidget(sortBox_);
-  row->addWidget(zoom_);
-  row->addWidget(count_);
+  for (QWidget* w : std::initializer_list<QWidget*>{sortBox_, zoom_, count_}) row->addWidget(w);
   layout->addLayout(row);
   auto* progress = new QHBoxLayout;
   indexProgress_ = new QProgressBar;
@@ -367,6 +363,7 @@ void DatasetsPage::restoreSettings() {
   const int sort = s.value(QStringLiteral("sort"), 0).toInt();
   if (sort >= 0 && sort < kSorts.size()) sort_ = static_cast<expnet::IndexSort>(sort);
   sortBox_->setCurrentIndex(static_cast<int>(sort_));
+  evaluation_->showOnceListed(s.value(QStringLiteral("evaluation"), 0).toLongLong());
   remembered_ = dataset_.path.isEmpty() ? s.value(QStringLiteral("dataset")).toString() : QString();
   path_->setText(dataset_.path.isEmpty() ? remembered_ : dataset_.path);
   if (isVisible() && !remembered_.isEmpty() && QFileInfo::exists(remembered_))
@@ -379,6 +376,7 @@ void DatasetsPage::saveSettings() const {
   s.setValue(QStringLiteral("zoom"), zoom_->value());
   s.setValue(QStringLiteral("split"), split_.isEmpty() ? QStringLiteral("all") : split_);
   s.setValue(QStringLiteral("sort"), static_cast<int>(sort_));
+  s.setValue(QStringLiteral("evaluation"), evaluation_->evaluationId());
   s.setValue(QStringLiteral("dataset"), dataset_.error.isEmpty() ? dataset_.path : QString());
 }
 

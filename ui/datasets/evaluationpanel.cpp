@@ -9,6 +9,8 @@
 #include <QPushButton>
 #include <QSpinBox>
 
+#include <utility>
+
 #include "common/browsebutton.h"
 #include "common/formfields.h"
 #include "common/hintlabel.h"
@@ -208,7 +210,7 @@ void EvaluationPanel::setReferenceFiles(const QString& config, const QString& vo
   vocab_->setText(vocab);
 }
 
-void EvaluationPanel::setEvaluations(const QJsonArray& evaluations) {
+void EvaluationPanel::setEvaluations(const QJsonArray& evaluations, bool listed) {
   const qint64 shown = evaluationId(), compared = comparedId();
   evaluations_ = evaluations;
   shown_->clear();
@@ -223,6 +225,10 @@ void EvaluationPanel::setEvaluations(const QJsonArray& evaluations) {
   shown_->setCurrentIndex(std::max(0, shown_->findData(shown)));
   compared_->setCurrentIndex(std::max(0, compared_->findData(compared)));
   export_->setEnabled(evaluationId() != 0);
+  if (listed && wanted_ >= 0) {
+    selectEvaluation(std::exchange(wanted_, -1));
+    emit evaluationChosen(evaluationId());
+  }
 }
 
 void EvaluationPanel::selectEvaluation(qint64 id) {

@@ -33,10 +33,14 @@ class EvaluationPanel : public QGroupBox {
   void setJob(const QString& model, const QString& split, int limit);
   // An authors'-format checkpoint: its config (a preset or JSON) and vocabulary.
   void setReferenceFiles(const QString& config, const QString& vocab);
-  void setEvaluations(const QJsonArray& evaluations);  // newest first
+  // Newest first; `listed`: the store's list as the worker read it (not a clearing).
+  void setEvaluations(const QJsonArray& evaluations, bool listed = false);
   // Starts `job` on the chosen host and returns true; false for this computer.
   bool runOnHost(const EvaluationJob& job);
   void selectEvaluation(qint64 id);
+  // The evaluation shown in the last session: chosen (evaluationChosen) when the store's
+  // list comes; gone, "none" is chosen, so a sort by score falls back.
+  void showOnceListed(qint64 id) { wanted_ = id; }
   qint64 evaluationId() const;
   qint64 comparedId() const;
   QJsonObject evaluation(qint64 id) const;
@@ -79,4 +83,5 @@ class EvaluationPanel : public QGroupBox {
   QJsonArray evaluations_;
   QElapsedTimer clock_;
   bool running_ = false;
+  qint64 wanted_ = -1;  // showOnceListed's id until the next list (-1: none)
 };
