@@ -155,7 +155,7 @@ QStringList RunCurves::metrics() {
 QCustomPlot* RunCurves::makePlot(const QString& metric, const QString& title, const QString& yLabel) {
   auto* plot = new QCustomPlot;
   plot->setObjectName(QStringLiteral("curves_") + metric);
-  plot->setMinimumSize(260, 170);
+  plot->setMinimumSize(180, 150);  // four side by side still fit a 1024-pixel screen
   plot->setInteractions(QCP::iRangeDrag | QCP::iRangeZoom);
   // Hundreds of lines: drawn without antialiasing while dragged, so panning stays fluid.
   plot->setNoAntialiasingOnDrag(true);

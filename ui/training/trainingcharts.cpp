@@ -76,7 +76,7 @@ TrainingCharts::TrainingCharts(QWidget* parent)
 
 QCustomPlot* TrainingCharts::makePlot(const QString& title, const QString& xLabel, const QString& yLabel) {
   auto* plot = new QCustomPlot;
-  plot->setMinimumSize(260, 170);
+  plot->setMinimumSize(180, 150);  // four side by side still fit a 1024-pixel screen
   plot->setInteractions(QCP::iRangeDrag | QCP::iRangeZoom);
   plot->plotLayout()->insertRow(0);
   auto* heading = new QCPTextElement(plot, title, QFont(font().family(), 10, QFont::Bold));

@@ -51,7 +51,7 @@ TrainingPage::TrainingPage(StudioContext* context, QWidget* parent)
   scroll->setWidgetResizable(true);
   scroll->setFrameShape(QFrame::NoFrame);
   scroll->setHorizontalScrollBarPolicy(Qt::ScrollBarAlwaysOff);
-  scroll->setMinimumWidth(430);
+  scroll->setMinimumWidth(400);
   split_->addWidget(scroll);
   split_->addWidget(buildMonitor());
   split_->setStretchFactor(0, 0);
