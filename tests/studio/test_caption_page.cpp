@@ -464,6 +464,30 @@ class TestCaptionPage : public QObject {
     QVERIFY(items->item(0)->isEnabled() && items->item(2)->isEnabled());
   }
 
+  // Input that cannot work is answered in the page's words, not the command line's: the
+  // authors' preset without its files names them; n-best cannot exceed the beam.
+  void presetWithoutFilesAndNbestAboveTheBeam() {
+    StudioContext context;
+    CaptionPage page(&context);
+    page.show();
+    ModelRequest official;
+    official.model = "official";
+    page.loadModel(official);
+    QVERIFY(!page.isBusy());
+    const QString error = page.describe().value("model_error").toString();
+    QVERIFY2(error.contains("rf_model.pth") && error.contains("demo_coco_tokens.pickle") && !error.contains("--vocab"),
+             qPrintable(error));
+    auto* beam = page.findChild<QSpinBox*>("beam");
+    auto* nbest = page.findChild<QSpinBox*>("nbest");
+    page.findChild<QComboBox*>("search")->setCurrentIndex(0);
+    beam->setValue(3);
+    nbest->setValue(5);
+    QCOMPARE(nbest->value(), 3);
+    page.findChild<QComboBox*>("search")->setCurrentIndex(2);  // sampling: n samples, not bound by the beam
+    nbest->setValue(5);
+    QCOMPARE(nbest->value(), 5);
+  }
+
   void precisionFromTheModelBox() {
     StudioContext context;
     CaptionPage page(&context);

@@ -194,6 +194,14 @@ void CaptionPage::loadModel(const ModelRequest& request) {
   loadNote_.clear();
   modelForm_->showRequest(request);
   const ModelRequest runtime = modelForm_->request();
+  // A preset of the authors' model alone has no words to caption with: say which files it needs.
+  const QStringList presets{QStringLiteral("official"), QStringLiteral("small"), QStringLiteral("tiny")};
+  if (request.checkpoint.isEmpty() && request.vocab.isEmpty() && presets.contains(request.model)) {
+    modelError_ = QStringLiteral("Config '%1' is the authors' model: choose its checkpoint (rf_model.pth) and "
+                                 "vocabulary (demo_coco_tokens.pickle) above (README: captioning photos), or press "
+                                 "Demo model.").arg(request.model);
+    return updateState();
+  }
   ModelRequest withDevice = request;
   withDevice.device = runtime.device;
   withDevice.threads = runtime.threads;

@@ -51,6 +51,10 @@ DecodingForm::DecodingForm() : QGroupBox(QStringLiteral("Decoding")) {
                                    "change a field to override it"));
   note_->hide();
   search_->setProperty("aicTip", search_->toolTip());
+  // Beam search returns at most its beam width of captions: n-best cannot ask for more.
+  const auto fitNbest = [this] { nbest_->setMaximum(search_->currentIndex() == 0 ? beam_->value() : 20); };
+  connect(beam_, &QSpinBox::valueChanged, this, fitNbest);
+  connect(search_, &QComboBox::currentIndexChanged, this, fitNbest);
   connect(search_, &QComboBox::currentIndexChanged, this, [this](int index) {
     beam_->setEnabled(index == 0);
     nbest_->setEnabled(index != 1);  // beam: n-best; sampling: samples per image
