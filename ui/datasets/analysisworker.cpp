@@ -3,57 +3,25 @@
 
 #include "datasets/analysisworker.h"
 
-#include <map>
-
 #include "expnet/data/dataset.h"
 #include "expnet/decode/captioner.h"
 #include "expnet/metrics/sample_evaluation.h"
 
 namespace {
-QJsonObject countsJson(const std::map<std::string, size_t>& counts) {
-  QJsonObject out;
-  for (const auto& [key, value] : counts) out.insert(QString::fromStdString(key), static_cast<qint64>(value));
-  return out;
-}
-
-QJsonObject evaluationJson(const expnet::SampleEvaluation& e) {
-  QJsonObject corpus;
-  for (const auto& [key, value] : e.corpus) corpus.insert(QString::fromStdString(key), value);
-  return {{"id", static_cast<qint64>(e.id)},
-          {"db", QString::fromStdString(e.db)},
-          {"model", QString::fromStdString(e.model)},
-          {"split", QString::fromStdString(e.split)},
-          {"options", QString::fromStdString(e.options)},
-          {"created", QString::fromStdString(e.created)},
-          {"checkpoint_sha256", QString::fromStdString(e.checkpoint_sha256)},
-          {"resumed", static_cast<qint64>(e.resumed)},
-          {"images", static_cast<qint64>(e.per_image.empty() ? e.samples : e.per_image.size())},
-          {"corpus", corpus}};
-}
+// The results cross from the worker's thread to the page's by queued signals.
+const bool registered = [] {
+  qRegisterMetaType<expnet::DatasetStats>();
+  qRegisterMetaType<expnet::SampleEvaluation>();
+  qRegisterMetaType<std::vector<expnet::SampleEvaluation>>();
+  qRegisterMetaType<std::vector<expnet::SampleScore>>();
+  return true;
+}();
 }  // namespace
 
 void AnalysisWorker::computeStats(const QString& dataset, int minCount) {
   try {
     const expnet::Dataset data = expnet::load_dataset(dataset.toStdString());
-    const expnet::DatasetStats stats = expnet::compute_stats(data, minCount, 25);
-    QJsonObject histogram;
-    for (const auto& [length, count] : stats.caption_length_histogram)
-      histogram.insert(QString::number(length), static_cast<qint64>(count));
-    QJsonArray top;
-    for (const auto& [word, count] : stats.top_words) top.append(QJsonArray{QString::fromStdString(word), static_cast<qint64>(count)});
-    QJsonObject byMinCount;
-    for (const auto& [m, size] : stats.vocabulary_size_by_min_count)
-      byMinCount.insert(QString::number(m), static_cast<qint64>(size));
-    emit statsReady(dataset, {{"images", static_cast<qint64>(stats.images)},
-                              {"captions", static_cast<qint64>(stats.captions)},
-                              {"images_per_split", countsJson(stats.images_per_split)},
-                              {"captions_per_split", countsJson(stats.captions_per_split)},
-                              {"length_histogram", histogram},
-                              {"mean_caption_length", stats.mean_caption_length},
-                              {"top_words", top},
-                              {"vocabulary_by_min_count", byMinCount},
-                              {"training_coverage", stats.training_coverage},
-                              {"eval_coverage", stats.eval_coverage}});
+    emit statsReady(dataset, expnet::compute_stats(data, minCount, 25));
   } catch (const std::exception& e) {
     emit statsFailed(dataset, QString::fromStdString(e.what()));
   }
@@ -82,7 +50,7 @@ void AnalysisWorker::evaluate(const EvaluationJob& job) {
   };
   request.cancelled = [this] { return cancelled_.load(); };
   try {
-    emit evaluated(evaluationJson(expnet::evaluate_samples(request)));
+    emit evaluated(expnet::evaluate_samples(request));
   } catch (const expnet::SampleEvaluationCancelled&) {
     emit evaluationCancelled(done);
   } catch (const std::exception& e) {
@@ -91,9 +59,9 @@ void AnalysisWorker::evaluate(const EvaluationJob& job) {
 }
 
 void AnalysisWorker::listEvaluations(const QString& db) {
-  QJsonArray out;
+  std::vector<expnet::SampleEvaluation> out;
   try {
-    for (const auto& e : expnet::list_sample_evaluations(db.toStdString())) out.append(evaluationJson(e));
+    out = expnet::list_sample_evaluations(db.toStdString());
   } catch (const std::exception& e) {
     emit evaluationFailed(QString::fromStdString(e.what()));
   }
@@ -101,11 +69,9 @@ void AnalysisWorker::listEvaluations(const QString& db) {
 }
 
 void AnalysisWorker::loadEvaluation(const QString& db, qint64 id) {
-  QJsonObject samples;
+  std::vector<expnet::SampleScore> samples;
   try {
-    for (const auto& s : expnet::load_sample_evaluation(db.toStdString(), id).per_image)
-      samples.insert(QString::number(s.cocoid),
-                     QJsonObject{{"caption", QString::fromStdString(s.caption)}, {"cider_d", s.cider_d}, {"bleu4", s.bleu4}});
+    samples = expnet::load_sample_evaluation(db.toStdString(), id).per_image;
   } catch (const std::exception& e) {
     emit evaluationFailed(QString::fromStdString(e.what()));
   }

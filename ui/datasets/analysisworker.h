@@ -4,13 +4,16 @@
 // of a store's evaluations, and captioning one image with the loaded model.
 #pragma once
 
-#include <QJsonArray>
-#include <QJsonObject>
+#include <QMetaType>
 #include <QObject>
 #include <QString>
 
 #include <atomic>
 #include <memory>
+#include <vector>
+
+#include "expnet/data/dataset.h"
+#include "expnet/metrics/sample_evaluation.h"
 
 namespace expnet {
 class Captioner;
@@ -39,21 +42,22 @@ class AnalysisWorker : public QObject {
   void captionImage(const QString& file, std::shared_ptr<expnet::Captioner> captioner);
 
  signals:
-  // {images, captions, images_per_split, captions_per_split, length_histogram: {tokens: captions},
-  //  top_words: [[word, count]], vocabulary_by_min_count: {min_count: size}, mean_caption_length}
-  void statsReady(const QString& dataset, const QJsonObject& stats);
+  // The engine's results as they are: the widgets say them (no JSON between page and worker).
+  void statsReady(const QString& dataset, const expnet::DatasetStats& stats);
   void statsFailed(const QString& dataset, const QString& error);
   void evaluationProgress(int done, int total);
-  // evaluation: {id, db, model, split, resumed, corpus: {...}, images}
-  void evaluated(const QJsonObject& evaluation);
+  void evaluated(const expnet::SampleEvaluation& evaluation);
   void evaluationFailed(const QString& error);
   void evaluationCancelled(int done);
-  // [{id, model, split, options, created, checkpoint_sha256, images}]
-  void evaluationsListed(const QString& db, const QJsonArray& evaluations);
-  // samples: {cocoid: {caption, cider_d, bleu4}}
-  void evaluationLoaded(qint64 id, const QJsonObject& samples);
+  void evaluationsListed(const QString& db, const std::vector<expnet::SampleEvaluation>& evaluations);  // newest first
+  void evaluationLoaded(qint64 id, const std::vector<expnet::SampleScore>& samples);
   void imageCaptioned(const QString& file, const QString& caption, const QString& error);
 
  private:
   std::atomic<bool> cancelled_{false};
 };
+
+Q_DECLARE_METATYPE(expnet::DatasetStats)
+Q_DECLARE_METATYPE(expnet::SampleEvaluation)
+Q_DECLARE_METATYPE(std::vector<expnet::SampleEvaluation>)
+Q_DECLARE_METATYPE(std::vector<expnet::SampleScore>)

@@ -51,6 +51,7 @@ DatasetsPage::DatasetsPage(StudioContext* context, QWidget* parent)
       analysis_(new AnalysisWorker),
       model_(new ImageGridModel(this)) {
   qRegisterMetaType<GridItem>();
+  qRegisterMetaType<OpenedIndex>();
   qRegisterMetaType<QVector<GridItem>>();
   indexWorker_->moveToThread(&indexThread_);
   thumbnails_->moveToThread(&thumbThread_);
@@ -135,7 +136,7 @@ void DatasetsPage::wireIndexing() {
 }
 
 void DatasetsPage::wireStatistics() {
-  connect(analysis_, &AnalysisWorker::statsReady, this, [this](const QString& dataset, const QJsonObject& stats) {
+  connect(analysis_, &AnalysisWorker::statsReady, this, [this](const QString& dataset, const expnet::DatasetStats& stats) {
     if (dataset != dataset_.path) return;
     pending_.stats = false;
     stats_->setStats(stats);
@@ -154,14 +155,15 @@ void DatasetsPage::wireEvaluation() {
   connect(analysis_, &AnalysisWorker::evaluationProgress, this, [this](int done, int total) {
     evaluation_->showRunning(done, total);
   });
-  connect(analysis_, &AnalysisWorker::evaluated, this, [this](const QJsonObject& e) {
+  connect(analysis_, &AnalysisWorker::evaluated, this, [this](const expnet::SampleEvaluation& e) {
+    const auto cider = e.corpus.find("CIDEr");
     evaluation_->showEnded(QStringLiteral("Evaluation #%1: %2 images (%3 resumed), CIDEr-D %4")
-                               .arg(e["id"].toInteger())
-                               .arg(e["images"].toInteger())
-                               .arg(e["resumed"].toInteger())
-                               .arg(e["corpus"].toObject()["CIDEr"].toDouble(), 0, 'f', 3),
+                               .arg(e.id)
+                               .arg(e.per_image.size())
+                               .arg(e.resumed)
+                               .arg(cider == e.corpus.end() ? 0.0 : cider->second, 0, 'f', 3),
                            false);
-    showEvaluated(e["id"].toInteger());
+    showEvaluated(e.id);
   });
   connect(evaluation_, &EvaluationPanel::hostEvaluated, this, &DatasetsPage::showEvaluated);
   connect(analysis_, &AnalysisWorker::evaluationFailed, this, [this](const QString& error) {
@@ -173,22 +175,22 @@ void DatasetsPage::wireEvaluation() {
     requestEvaluations();
     updateState();
   });
-  connect(analysis_, &AnalysisWorker::evaluationsListed, this, [this](const QString& db, const QJsonArray& list) {
+  connect(analysis_, &AnalysisWorker::evaluationsListed, this,
+          [this](const QString& db, const std::vector<expnet::SampleEvaluation>& list) {
     pending_.lists = std::max(0, pending_.lists - 1);
     if (db == evaluationDb()) evaluation_->setEvaluations(list, true);
     updateState();
   });
-  connect(analysis_, &AnalysisWorker::evaluationLoaded, this, [this](qint64 id, const QJsonObject& samples) {
+  connect(analysis_, &AnalysisWorker::evaluationLoaded, this, [this](qint64 id, const std::vector<expnet::SampleScore>& samples) {
     if (id != evaluation_->comparedId()) return;
     compared_.clear();
-    for (auto it = samples.begin(); it != samples.end(); ++it) {
+    for (const auto& sample : samples) {
       GridItem item;
-      item.cocoid = it.key().toLongLong();
+      item.cocoid = sample.cocoid;
       item.evaluated = true;
-      const QJsonObject sample = it.value().toObject();
-      item.caption = sample["caption"].toString();
-      item.ciderD = sample["cider_d"].toDouble();
-      item.bleu4 = sample["bleu4"].toDouble();
+      item.caption = QString::fromStdString(sample.caption);
+      item.ciderD = sample.cider_d;
+      item.bleu4 = sample.bleu4;
       compared_.insert(item.cocoid, item);
     }
     showSelected();
@@ -416,16 +418,17 @@ void DatasetsPage::cancelIndexing() {
   if (dataset_.opening) indexWorker_->cancelBuild();
 }
 
-void DatasetsPage::onOpened(const QString& dataset, const QString& indexPath, bool built, double seconds,
-                            const QJsonArray& splits, const QJsonObject& meta) {
-  if (dataset != dataset_.path) return;
+void DatasetsPage::onOpened(const OpenedIndex& opened) {
+  if (opened.dataset != dataset_.path) return;
   dataset_.opening = false;
-  dataset_.indexPath = indexPath;
-  dataset_.built = built;
-  dataset_.openSeconds = seconds;
-  dataset_.splitCounts = splits;
-  dataset_.meta = meta;
-  thumbnails_->setIndex(indexPath);
+  dataset_.indexPath = opened.indexPath;
+  dataset_.built = opened.built;
+  dataset_.openSeconds = opened.seconds;
+  dataset_.splitCounts = QJsonArray();
+  for (const auto& [name, images] : opened.splits)
+    dataset_.splitCounts.append(QJsonObject{{"name", QString::fromStdString(name)}, {"images", qint64(images)}});
+  dataset_.format = opened.format;
+  thumbnails_->setIndex(opened.indexPath);
   pending_.stats = true;
   stats_->showMessage(QStringLiteral("Computing the statistics…"));
   QMetaObject::invokeMethod(analysis_, [a = analysis_, d = dataset_.path] { a->computeStats(d, 5); }, Qt::QueuedConnection);
@@ -557,7 +560,7 @@ void DatasetsPage::updateState() {
     status = dataset_.error;
   else if (!dataset_.indexPath.isEmpty())
     status = QStringLiteral("%1 (%2)%3").arg(
-        QFileInfo(dataset_.path).fileName(), dataset_.meta["format"].toString(),
+        QFileInfo(dataset_.path).fileName(), dataset_.format,
         dataset_.built ? QStringLiteral(": indexed in %1 s").arg(dataset_.openSeconds, 0, 'f', 1) : QString());
   status_->setText(status);
   status_->setKind(!dataset_.error.isEmpty() && !dataset_.opening ? HintLabel::Kind::Error : HintLabel::Kind::Status);

@@ -6,6 +6,7 @@
 // statistics and evaluations in an AnalysisWorker, each on its own thread.
 #pragma once
 
+#include <QJsonArray>
 #include <QJsonObject>
 #include <QThread>
 #include <QTimer>
@@ -82,8 +83,7 @@ class DatasetsPage : public StudioPage {
   void wireEvaluation();
   void wireEvaluationPanel();
   void wireDetail();
-  void onOpened(const QString& dataset, const QString& indexPath, bool built, double seconds, const QJsonArray& splits,
-                const QJsonObject& meta);
+  void onOpened(const OpenedIndex& opened);
   void onPage(int generation, int page, const QVector<GridItem>& items, qint64 total);
   void showSelected();
   void updateCaptionButton();  // enabled with the Caption page's model, else says to load one
@@ -109,8 +109,8 @@ class DatasetsPage : public StudioPage {
     qint64 indexDone = 0, indexTotal = 0;  // images indexed so far (total 0: not known yet)
     bool built = false;                    // indexed now, not found in the cache
     double openSeconds = 0;
-    QJsonObject meta;
-    QJsonArray splitCounts;
+    QString format;          // the dataset's format, from its index
+    QJsonArray splitCounts;  // [{name, images}], as describe() gives them
   } dataset_;
   // Answers asked for and not yet come: the page is busy while any is.
   struct Pending {

@@ -16,6 +16,34 @@ namespace {
 const QStringList kSplits = {QStringLiteral("train"), QStringLiteral("restval"), QStringLiteral("val"),
                              QStringLiteral("test")};
 
+QJsonObject countsJson(const std::map<std::string, size_t>& counts) {
+  QJsonObject out;
+  for (const auto& [key, value] : counts) out.insert(QString::fromStdString(key), static_cast<qint64>(value));
+  return out;
+}
+
+// What the page shows and describes: {images, captions, images_per_split, captions_per_split,
+// length_histogram: {tokens: captions}, top_words: [[word, count]], vocabulary_by_min_count:
+// {min_count: size}, mean_caption_length, training_coverage, eval_coverage}.
+QJsonObject statsJson(const expnet::DatasetStats& stats) {
+  QJsonObject histogram, byMinCount;
+  for (const auto& [length, count] : stats.caption_length_histogram)
+    histogram.insert(QString::number(length), static_cast<qint64>(count));
+  QJsonArray top;
+  for (const auto& [word, count] : stats.top_words) top.append(QJsonArray{QString::fromStdString(word), static_cast<qint64>(count)});
+  for (const auto& [m, size] : stats.vocabulary_size_by_min_count) byMinCount.insert(QString::number(m), static_cast<qint64>(size));
+  return {{"images", static_cast<qint64>(stats.images)},
+          {"captions", static_cast<qint64>(stats.captions)},
+          {"images_per_split", countsJson(stats.images_per_split)},
+          {"captions_per_split", countsJson(stats.captions_per_split)},
+          {"length_histogram", histogram},
+          {"mean_caption_length", stats.mean_caption_length},
+          {"top_words", top},
+          {"vocabulary_by_min_count", byMinCount},
+          {"training_coverage", stats.training_coverage},
+          {"eval_coverage", stats.eval_coverage}};
+}
+
 QCPBars* bars(QCustomPlot* plot, QCPAxis* keys, QCPAxis* values, const QColor& colour, const QString& name) {
   auto* b = new QCPBars(keys, values);
   b->setName(name);
@@ -61,8 +89,9 @@ QCustomPlot* DatasetStats::makePlot(const QString& title) {
 
 void DatasetStats::showMessage(const QString& message) { summary_->setText(message); }
 
-void DatasetStats::setStats(const QJsonObject& stats) {
-  stats_ = stats;
+void DatasetStats::setStats(const expnet::DatasetStats& engineStats) {
+  stats_ = statsJson(engineStats);
+  const QJsonObject& stats = stats_;
   const Theme theme = Theme::current();
   for (auto* plot : {splits_, lengths_, words_}) plot->clearPlottables();
   summary_->setText(QStringLiteral("%1 images · %2 captions · %3 words per caption on average")

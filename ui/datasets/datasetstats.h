@@ -4,6 +4,8 @@
 #pragma once
 
 #include <QJsonObject>
+
+#include "expnet/data/dataset.h"
 #include <QWidget>
 
 class QCustomPlot;
@@ -14,7 +16,7 @@ class DatasetStats : public QWidget {
  public:
   DatasetStats();
 
-  void setStats(const QJsonObject& stats);
+  void setStats(const expnet::DatasetStats& stats);
   void showMessage(const QString& message);  // computing, or the error
   QJsonObject describe() const;
 

@@ -1,6 +1,8 @@
 #include "datasets/evaluationpanel.h"
 
 #include <QComboBox>
+#include <QJsonArray>
+#include <QJsonObject>
 #include <QFormLayout>
 #include <QHBoxLayout>
 #include <QLabel>
@@ -18,6 +20,22 @@
 #include "datasets/hostevaluation.h"
 
 namespace {
+// What the panel lists and describes of a stored evaluation.
+QJsonObject summaryJson(const expnet::SampleEvaluation& e) {
+  QJsonObject corpus;
+  for (const auto& [key, value] : e.corpus) corpus.insert(QString::fromStdString(key), value);
+  return {{"id", static_cast<qint64>(e.id)},
+          {"db", QString::fromStdString(e.db)},
+          {"model", QString::fromStdString(e.model)},
+          {"split", QString::fromStdString(e.split)},
+          {"options", QString::fromStdString(e.options)},
+          {"created", QString::fromStdString(e.created)},
+          {"checkpoint_sha256", QString::fromStdString(e.checkpoint_sha256)},
+          {"resumed", static_cast<qint64>(e.resumed)},
+          {"images", static_cast<qint64>(e.per_image.empty() ? e.samples : e.per_image.size())},
+          {"corpus", corpus}};
+}
+
 QString evaluationLabel(const QJsonObject& e) {
   const double cider = e["corpus"].toObject()["CIDEr"].toDouble();
   return QStringLiteral("#%1 %2 · %3 · %4 images · CIDEr-D %5")
@@ -210,8 +228,10 @@ void EvaluationPanel::setReferenceFiles(const QString& config, const QString& vo
   vocab_->setText(vocab);
 }
 
-void EvaluationPanel::setEvaluations(const QJsonArray& evaluations, bool listed) {
+void EvaluationPanel::setEvaluations(const std::vector<expnet::SampleEvaluation>& list, bool listed) {
   const qint64 shown = evaluationId(), compared = comparedId();
+  QJsonArray evaluations;
+  for (const auto& e : list) evaluations.append(summaryJson(e));
   evaluations_ = evaluations;
   shown_->clear();
   compared_->clear();

@@ -34,7 +34,7 @@ class EvaluationPanel : public QGroupBox {
   // An authors'-format checkpoint: its config (a preset or JSON) and vocabulary.
   void setReferenceFiles(const QString& config, const QString& vocab);
   // Newest first; `listed`: the store's list as the worker read it (not a clearing).
-  void setEvaluations(const QJsonArray& evaluations, bool listed = false);
+  void setEvaluations(const std::vector<expnet::SampleEvaluation>& evaluations, bool listed = false);
   // Starts `job` on the chosen host and returns true; false for this computer.
   bool runOnHost(const EvaluationJob& job);
   void selectEvaluation(qint64 id);

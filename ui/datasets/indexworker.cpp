@@ -18,13 +18,8 @@ void IndexWorker::open(const QString& dataset) {
     bool built = false;
     const std::string path = expnet::ensure_dataset_index(dataset.toStdString(), control, &built);
     index_ = std::make_unique<expnet::DatasetIndex>(path);
-    QJsonArray splits;
-    for (const auto& [name, images] : index_->split_counts())
-      splits.append(QJsonObject{{"name", QString::fromStdString(name)}, {"images", static_cast<qint64>(images)}});
-    QJsonObject meta;
-    for (const char* key : {"source", "format", "image_root", "version", "created"})
-      meta.insert(QLatin1String(key), QString::fromStdString(index_->meta(key)));
-    emit opened(dataset, QString::fromStdString(path), built, clock.elapsed() / 1000.0, splits, meta);
+    emit opened({dataset, QString::fromStdString(path), QString::fromStdString(index_->meta("format")), built,
+                 clock.elapsed() / 1000.0, index_->split_counts()});
   } catch (const expnet::IndexBuildCancelled&) {
     emit openCancelled(dataset);
   } catch (const std::exception& e) {

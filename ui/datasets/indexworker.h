@@ -4,14 +4,14 @@
 // page calls it through queued functors and hears back through queued signals.
 #pragma once
 
-#include <QJsonArray>
-#include <QJsonObject>
 #include <QObject>
 #include <QString>
 #include <QVector>
 
 #include <atomic>
 #include <memory>
+#include <utility>
+#include <vector>
 
 #include "expnet/data/dataset_index.h"
 
@@ -39,6 +39,15 @@ struct GridQuery {
 
 expnet::IndexQuery toIndexQuery(const GridQuery& query, int page, int pageSize, bool countTotal);
 
+// A dataset's index, opened: what the page shows of it.
+struct OpenedIndex {
+  QString dataset, indexPath;
+  QString format;       // the dataset's format (karpathy, coco, csv, jsonl)
+  bool built = false;   // indexed now, not found in the cache
+  double seconds = 0;   // to open (and build) it
+  std::vector<std::pair<std::string, int64_t>> splits;  // images per split
+};
+
 class IndexWorker : public QObject {
   Q_OBJECT
  public:
@@ -58,9 +67,7 @@ class IndexWorker : public QObject {
 
  signals:
   void buildProgress(qint64 done, qint64 total);
-  // splits: [{name, images}]; meta: {source, format, image_root, version, created}
-  void opened(const QString& dataset, const QString& indexPath, bool built, double seconds, const QJsonArray& splits,
-              const QJsonObject& meta);
+  void opened(const OpenedIndex& index);
   void openFailed(const QString& dataset, const QString& error);
   void openCancelled(const QString& dataset);
   void pageReady(int generation, int page, const QVector<GridItem>& items, qint64 total);
@@ -73,3 +80,4 @@ class IndexWorker : public QObject {
 };
 
 Q_DECLARE_METATYPE(GridItem)
+Q_DECLARE_METATYPE(OpenedIndex)
