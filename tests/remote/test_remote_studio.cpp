@@ -44,7 +44,7 @@
 namespace {
 
 const QString kRunName = QStringLiteral("studio; $(touch PWNED) 'q'");
-constexpr int kEpochs = 400;
+constexpr int kEpochs = 600;
 const QString kOut = QStringLiteral("runs/from the studio; $(touch PWNED) \"x\"");
 
 QByteArray recipe(int epochs) { return expnet_test::tinyShapesRecipe(kRunName, 7, epochs); }

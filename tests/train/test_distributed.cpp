@@ -1,12 +1,18 @@
 // Data-parallel training (c10d Gloo on loopback): 2 ranks with batch b end with
 // the parameters of 1 process with batch 2b; an interrupted 2-rank run resumes
-// exactly; SLURM's variables (srun) make ranks too. Failure handling:
+// exactly; SLURM's variables (srun) make ranks too; ranks of another expnet version
+// are refused. Failure handling:
 // test_distributed_failure.cpp.
 #include <torch/torch.h>
 
 #include <csignal>
+#include <string>
+#include <thread>
+#include <vector>
 
 #include "dist_test_util.h"
+#include "expnet/train/distributed.h"
+#include "train/rank_agreement.h"
 
 class TestDistributed : public QObject {
   Q_OBJECT
@@ -71,6 +77,33 @@ class TestDistributed : public QObject {
     const auto y = expnet::read_state_dict((cut + "/final.pth").toStdString());
     QCOMPARE(x.size(), y.size());
     for (size_t i = 0; i < x.size(); ++i) QVERIFY2(torch::equal(x[i].second, y[i].second), x[i].first.c_str());
+  }
+
+  // Ranks of another expnet version (as two hosts with different installs would be)
+  // are refused on every rank before the first step, naming the field: two real
+  // c10d ranks (threads of this process, Gloo on loopback) whose fingerprints differ
+  // only in the version.
+  void ranksOfAnotherVersionAreRefused() {
+    const int port = 29900 + QCoreApplication::applicationPid() % 90;
+    std::string errors[2];
+    std::vector<std::thread> ranks;
+    for (int r = 0; r < 2; ++r)
+      ranks.emplace_back([r, port, &errors] {
+        expnet::DistributedEnv env;
+        env.rank = r;
+        env.world_size = 2;
+        env.master_port = port;
+        expnet::ProcessGroup group(env, std::chrono::seconds(30), "cpu");
+        expnet::RankFingerprint mine{r == 0 ? EXPNET_VERSION : "0.0.9", "{}", "data", "words", "fresh"};
+        try {
+          expnet::check_ranks_agree(group, mine);
+        } catch (const std::exception& e) {
+          errors[r] = e.what();
+        }
+      });
+    for (auto& rank : ranks) rank.join();
+    for (const auto& error : errors)
+      QVERIFY2(error.find("rank 1 has another expnet version than rank 0") != std::string::npos, error.c_str());
   }
 
   // srun sets SLURM's variables, not torchrun's: two ranks from SLURM_NTASKS,

@@ -442,7 +442,8 @@ void TrainingPage::onSnapshot(const RunSnapshot& snapshot) {
   runTitle_->setToolTip(QStringLiteral("Run %1 in %2\nFolder: %3")
                             .arg(snapshot.run.id)
                             .arg(snapshot.storePath, QString::fromStdString(snapshot.run.out_dir)));
-  poller_->setIdle(snapshot.run.status != "running" && !trainerActive());
+  // Read often while a trainer or a host's mirror may change it (a resumed run shows its old state first).
+  poller_->setIdle(snapshot.run.status != "running" && !trainerActive() && !remote_->isFollowing());
   charts_->setData(snapshot.storePath + '#' + QString::number(snapshot.run.id), snapshot.steps, snapshot.validations);
   samplesPanel_->show(snapshot);
   storeRuns_->show(snapshot);
