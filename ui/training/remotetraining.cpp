@@ -10,13 +10,11 @@
 #include "expnet/remote/run_mirror.h"
 #include "expnet/system/atomic_file.h"
 #include "expnet/system/paths.h"
-#include "expnet/train/run_store.h"
 
 namespace {
 // After a launch, how long a follow that finds the run not (yet) running is tried again:
 // the trainer prepares its data before it takes the run (docs/remote.md).
 constexpr qint64 kStartGraceMs = 5 * 60 * 1000;
-constexpr qint64 kWaitForStartMs = 60 * 1000;
 }  // namespace
 
 RemoteTraining::RemoteTraining(QObject* parent) : QObject(parent) {
@@ -70,7 +68,6 @@ void RemoteTraining::launch(const QString& host, const QJsonObject& config, cons
   }
   store_ = out + QStringLiteral("/runs.sqlite");  // as `train --host` reports it: the mirror is named after this text
   stopRequested_ = reconnecting_ = false;
-  fingerprintAtLaunch_ = resume ? runFingerprint() : QString();
   resumed_ = resume;
   launchedAtMs_ = QDateTime::currentMSecsSinceEpoch();
   QStringList args{QStringLiteral("train"), QStringLiteral("--host"), host,  QStringLiteral("--config"),
@@ -89,7 +86,6 @@ void RemoteTraining::follow(const QString& host, const QString& store, const QSt
   runName_ = runName;
   out_ = QFileInfo(store).path();
   stopRequested_ = reconnecting_ = false;
-  fingerprintAtLaunch_.clear();
   launchedAtMs_ = 0;
   resumed_ = false;
   startMirror();
@@ -110,11 +106,11 @@ void RemoteTraining::startMirror() {
   });
   connect(mirror_.get(), &HostCommand::finished, this, [this](int exitCode, const QByteArray&) { onMirrorFinished(exitCode); });
   QStringList args = mirrorArgs(host_, store_, runName_);
-  // A resumed run shows how it ended before until its trainer runs: not over yet
-  // (a trainer takes its run within seconds; one that fails later says so in its run).
+  // A resumed run shows how it ended before until its trainer takes it again (after
+  // preparing its data): the follow does not take it for ended within the start grace.
   const qint64 sinceLaunchMs = QDateTime::currentMSecsSinceEpoch() - launchedAtMs_;
-  if (resumed_ && launchedAtMs_ > 0 && sinceLaunchMs < kWaitForStartMs)
-    args << QStringLiteral("--wait-for-start") << QString::number((kWaitForStartMs - sinceLaunchMs) / 1000.0, 'f', 1);
+  if (resumed_ && launchedAtMs_ > 0 && sinceLaunchMs < kStartGraceMs)
+    args << QStringLiteral("--wait-for-start") << QString::number((kStartGraceMs - sinceLaunchMs) / 1000.0, 'f', 1);
   mirror_->start(args);
   emit followStarted(mirrorPath());
 }
@@ -169,10 +165,6 @@ void RemoteTraining::onMirrorFinished(int exitCode) {
   reconnecting_ = false;
   if (mirror_) mirror_.release()->deleteLater();  // it is emitting the signal that called this
   const bool recentLaunch = launchedAtMs_ > 0 && QDateTime::currentMSecsSinceEpoch() - launchedAtMs_ < kStartGraceMs;
-  // A resumed run that has not taken its run yet still shows how it ended before: follow it again.
-  if (exitCode == 0 && recentLaunch && !fingerprintAtLaunch_.isEmpty() && runFingerprint() == fingerprintAtLaunch_) {
-    return retrySoon();
-  }
   // A new run whose trainer is still preparing its data after the follow's own wait (30 s).
   if (exitCode != 0 && recentLaunch && lastError.contains(QStringLiteral("appeared in"))) {
     return retrySoon();
@@ -204,15 +196,3 @@ void RemoteTraining::stop() {
   emit message(QStringLiteral("Stopping on %1: the trainer writes a checkpoint after the current step…").arg(host_));
 }
 
-QString RemoteTraining::runFingerprint() const {
-  const QString path = mirrorPath();
-  if (path.isEmpty() || !QFileInfo::exists(path)) return QStringLiteral("none");
-  try {
-    const expnet::RunStore store(path.toStdString(), expnet::RunStore::Open::read_only);
-    const auto run = store.find_run_by_name(runName_.toStdString());
-    if (!run) return QStringLiteral("none");
-    return QStringLiteral("%1|%2|%3").arg(QString::fromStdString(run->status), QString::fromStdString(run->updated_at)).arg(run->steps);
-  } catch (const std::exception&) {
-    return QStringLiteral("unreadable");
-  }
-}

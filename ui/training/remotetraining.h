@@ -62,7 +62,6 @@ class RemoteTraining : public QObject {
   void startMirror();
   void onMirrorFinished(int exitCode);
   void retrySoon();  // the mirror again in 2 s
-  QString runFingerprint() const;  // the mirrored run's status, last update and steps
 
   HostCommand launch_, stop_;
   std::unique_ptr<HostCommand> mirror_;  // a new one per follow: an ended one is deleted later
@@ -72,8 +71,7 @@ class RemoteTraining : public QObject {
   };
   std::vector<BackgroundFollow> background_;
   QString host_, store_, runName_, out_;
-  QString fingerprintAtLaunch_;  // the run as it was before a resume started it again
-  bool resumed_ = false;         // the launch was a resume
+  bool resumed_ = false;  // the launch was a resume: its follow waits for the trainer (--wait-for-start)
   qint64 launchedAtMs_ = 0;
   bool stopRequested_ = false, reconnecting_ = false, retryPending_ = false;
 };
