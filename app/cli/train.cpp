@@ -111,20 +111,23 @@ void remote_launch(const RuntimeOptions& runtime, const Options& o) {
   const int timeout_s = 30;
   const RemoteResult result = run_remote(host, request, timeout_s);
   const auto report = nlohmann::json::parse(result.out.substr(0, result.out.find('\n')), nullptr, false);
-  if (result.status == 1 && report.is_object() && report.value("ended", false))
+  // A short run (a few steps, a tiny fine-tune) may succeed within the settle time: that is no failure.
+  const bool ended = result.status == 1 && report.is_object() && report.value("ended", false);
+  if (ended && report.value("status", -1) != 0)
     throw std::runtime_error("host '" + host.name + "': the run ended at once (status " +
                              std::to_string(report.value("status", -1)) + "); its log " + report.value("log", "") +
                              " ends with:\n" + report.value("log_tail", ""));
-  if (result.status != 0 || !report.is_object()) throw std::runtime_error(explain_remote_failure(host, result, timeout_s));
+  if (!ended && (result.status != 0 || !report.is_object()))
+    throw std::runtime_error(explain_remote_failure(host, result, timeout_s));
   const std::string store = o.store.empty() ? out + "/runs.sqlite" : o.store;
   if (o.json) {
-    std::cout << nlohmann::json({{"host", host.name}, {"status", "started"}, {"pid", report["pid"]}, {"out_dir", out},
-                                 {"store", store}, {"log", report["log"]}, {"work_dir", report["cwd"]}})
+    std::cout << nlohmann::json({{"host", host.name}, {"status", ended ? "finished" : "started"}, {"pid", report["pid"]},
+                                 {"out_dir", out}, {"store", store}, {"log", report["log"]}, {"work_dir", report["cwd"]}})
                      .dump()
               << std::endl;
     return;
   }
-  std::cout << "started on " << host.name << " (pid " << report["pid"] << ", log " << report["log"].get<std::string>()
+  std::cout << (ended ? "started and finished already on " : "started on ") << host.name << " (pid " << report["pid"] << ", log " << report["log"].get<std::string>()
             << "); follow it: ssh " << host.destination << " " << host.program << " runs follow --store " << store
             << " (in " << report["cwd"].get<std::string>() << ")\n";
 }

@@ -21,7 +21,8 @@ RemoteTraining::RemoteTraining(QObject* parent) : QObject(parent) {
   connect(&launch_, &HostCommand::errorLine, this, &RemoteTraining::logLine);
   connect(&launch_, &HostCommand::finished, this, [this](int exitCode, const QByteArray& out) {
     const QJsonObject report = QJsonDocument::fromJson(out.left(out.indexOf('\n'))).object();
-    if (exitCode != 0 || report.value(QStringLiteral("status")).toString() != QStringLiteral("started")) {
+    const QString status = report.value(QStringLiteral("status")).toString();
+    if (exitCode != 0 || (status != QLatin1String("started") && status != QLatin1String("finished"))) {
       emit logLine(launch_.lastError());
       emit failed(launch_.lastError().isEmpty() ? QStringLiteral("host '%1': expnet train --host failed (status %2)")
                                                       .arg(host_)
@@ -34,7 +35,9 @@ RemoteTraining::RemoteTraining(QObject* parent) : QObject(parent) {
                      .arg(host_)
                      .arg(report.value(QStringLiteral("pid")).toInteger())
                      .arg(report.value(QStringLiteral("log")).toString(), report.value(QStringLiteral("work_dir")).toString()));
-    emit message(QStringLiteral("Running on %1; following it here.").arg(host_));
+    emit message(status == QLatin1String("finished")
+                     ? QStringLiteral("The run on %1 finished already; its state is copied here.").arg(host_)
+                     : QStringLiteral("Running on %1; following it here.").arg(host_));
     startMirror();
   });
   connect(&stop_, &HostCommand::finished, this, [this](int exitCode, const QByteArray&) {
