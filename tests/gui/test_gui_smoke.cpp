@@ -10,9 +10,11 @@
 #include <QMenu>
 #include <QMenuBar>
 #include <QProcess>
+#include <QImage>
 #include <QtTest>
 
 #include "shell/aboutdialog.h"
+#include "common/wrappingrow.h"
 #include "shell/mainwindow.h"
 #include "shell/studiocontext.h"
 #include "shell/studiopage.h"
@@ -62,7 +64,18 @@ class TestGuiSmoke : public QObject {
       QVERIFY2(page->width() >= need.width() && page->height() >= need.height(),
                qPrintable(QStringLiteral("%1 is %2x%3, below its least %4x%5").arg(id).arg(page->width()).arg(page->height())
                               .arg(need.width()).arg(need.height())));
+      // Nor wider than the window: at 960x540 (1920x1080 at twice the scale) no page scrolls sideways.
+      QVERIFY2(need.width() <= page->parentWidget()->width(),
+               qPrintable(QStringLiteral("%1 needs %2 px, %3 are shown: it scrolls sideways").arg(id).arg(need.width())
+                              .arg(page->parentWidget()->width())));
     }
+    // The Caption page's Model and Decoding boxes: one under the other there, side by side on a larger screen.
+    QVERIFY(window.showPage(QStringLiteral("caption")));
+    auto* boxes = window.findChild<WrappingRow*>(QStringLiteral("modelAndDecoding"));
+    QVERIFY(boxes);
+    QVERIFY(boxes->stacked());
+    window.resize(1440, 900);
+    QTRY_VERIFY(!boxes->stacked());
   }
 
   void navigationClickSwitchesPage() {
@@ -102,6 +115,9 @@ class TestGuiSmoke : public QObject {
     QCOMPARE(recent->actions().size(), 1);
     QVERIFY(!recent->actions().first()->isEnabled());
     const QString image = expnet_test::makeTempDir(QStringLiteral("gui_recent")) + QStringLiteral("/seen.png");
+    QImage pixels(8, 8, QImage::Format_RGB32);
+    pixels.fill(Qt::green);
+    QVERIFY(pixels.save(image));  // Recent remembers files that exist
     StudioPage* caption = window.page(QStringLiteral("caption"));
     QVERIFY(QMetaObject::invokeMethod(caption, "addPaths", Q_ARG(QStringList, QStringList{image})));
     emit recent->aboutToShow();

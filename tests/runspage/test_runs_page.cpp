@@ -1,6 +1,7 @@
 // The Runs page against real run stores: written with the engine's RunStore (as
 // the trainer writes them) or by a child `expnet train`.
 #include <QFile>
+#include <QLabel>
 #include <QJsonArray>
 #include <QJsonDocument>
 #include <QProcess>
@@ -154,6 +155,32 @@ class TestRunsPage : public QObject {
     // Sorting by best CIDEr-D sorts numbers as numbers.
     page.table()->sortByColumn(RunsTableModel::BestCider, Qt::DescendingOrder);
     QCOMPARE(page.describe().value("rows").toArray().first().toObject().value("name").toString(), QStringLiteral("alpha"));
+  }
+
+  // Registered stores whose files are gone: a short notice (two named, the rest counted, all in
+  // the tooltip) whose link forgets them.
+  void missingStoresAreNamedBrieflyAndForgotten() {
+    QStringList gone;
+    for (const char* name : {"gone1", "gone2", "gone3"}) {
+      QDir().mkpath(dir_ + "/" + name);
+      gone << dir_ + "/" + name + "/runs.sqlite";
+      makeRun(gone.back(), name, config("shapes-demo", 1e-3, 128), 5, 1.0, dir_ + "/" + name);
+      expnet::register_run_store(gone.back().toStdString());
+      QVERIFY(QDir(dir_ + "/" + name).removeRecursively());
+    }
+    RunsPage page;
+    QVERIFY(waitListing(page));
+    auto* notice = page.findChild<QLabel*>("problems");
+    QVERIFY(notice && !notice->isHidden());
+    QVERIFY2(notice->text().contains("3 registered stores no longer exist") && notice->text().contains("and 1 more") &&
+                 !notice->text().contains(gone[2]),
+             qPrintable(notice->text()));
+    QVERIFY(notice->toolTip().contains(gone[2]));
+    QSignalSpy listed(&page, &RunsPage::listingUpdated);
+    emit notice->linkActivated("forget");
+    QVERIFY(listed.wait(10000));
+    QVERIFY(notice->isHidden());
+    for (const auto& known : expnet::known_run_stores()) QVERIFY(!gone.contains(QString::fromStdString(known.path)));
   }
 
   void curvesAndSamplesEqualTheStoresValues() {

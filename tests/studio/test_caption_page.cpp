@@ -16,6 +16,8 @@
 #include <QJsonDocument>
 #include <QJsonObject>
 #include <QLabel>
+#include <QLineEdit>
+#include <QTableView>
 #include <QMenu>
 #include <QMimeData>
 #include <QSettings>
@@ -32,6 +34,7 @@
 #include "shell/studiocontext.h"
 #include "caption/captionmodel.h"
 #include "caption/captionpage.h"
+#include "common/csvtext.h"
 #include "expnet/decode/captioner.h"
 #include "expnet/text/vocabulary.h"
 #include "support/fixtures.h"
@@ -190,8 +193,16 @@ class TestCaptionPage : public QObject {
     QVERIFY(csvFile.open(QIODevice::ReadOnly));
     const QStringList lines = QString::fromUtf8(csvFile.readAll()).split('\n', Qt::SkipEmptyParts);
     QCOMPARE(lines.size(), 3);
-    QCOMPARE(lines.at(0), QString("image,caption,score,preprocess_ms,encode_ms,decode_ms,error"));
+    QCOMPARE(lines.at(0), QString("image,caption,score,preprocess_ms,encode_ms,decode_ms,error,model,precision,device,search,beam_size"));
     QVERIFY(lines.at(2).startsWith(good + "," + done.caption() + ","));
+    // Which model made it, in the row and in the export.
+    const QString model = page.describe().value("model").toString();
+    QVERIFY(!model.isEmpty());
+    QVERIFY2(lines.at(2).endsWith("," + csvField(model) + ",fp32,cpu,beam,3"), qPrintable(lines.at(2)));
+    QCOMPARE(done.madeBy(), model + " · beam 3");
+    QCOMPARE(items.data(items.index(1, CaptionModel::StatusColumn), Qt::ToolTipRole).toString(), "Captioned by " + model + " · beam 3");
+    const QString shown = items.data(items.index(1, CaptionModel::StatusColumn), Qt::DisplayRole).toString();
+    QVERIFY2(shown.startsWith(done.statusText() + "\n" + model.left(18)) && shown.endsWith(" · beam 3"), qPrintable(shown));
     QFile jsonlFile(jsonl);
     QVERIFY(jsonlFile.open(QIODevice::ReadOnly));
     const QList<QByteArray> records = jsonlFile.readAll().split('\n');
@@ -239,10 +250,71 @@ class TestCaptionPage : public QObject {
     // A pasted path that does not exist is not dropped silently: a row names it and says why.
     const QString missing = expnet_test::makeTempDir("caption_paste") + "/gone.png";
     QGuiApplication::clipboard()->setText(missing + "\nsome words that are no path\n");
-    page.pasteFromClipboard();
+    // Pasted with Ctrl+V as anywhere else (Ctrl+Shift+V too); a text field keeps its own Ctrl+V.
+    page.activateWindow();
+    QVERIFY(QTest::qWaitForWindowActive(&page));
+    auto* checkpointField = page.findChild<QLineEdit*>("checkpoint");
+    QVERIFY(checkpointField);
+    const QString typed = checkpointField->text();
+    checkpointField->setFocus();
+    QTest::keyClick(checkpointField, Qt::Key_V, Qt::ControlModifier);
+    QVERIFY(checkpointField->text().startsWith(typed + missing));
+    QCOMPARE(page.model()->rowCount(), 1);
+    checkpointField->setText(typed);
+    auto* table = page.findChild<QTableView*>();
+    table->setFocus();
+    QTest::keyClick(table, Qt::Key_V, Qt::ControlModifier);
     QTRY_VERIFY_WITH_TIMEOUT(page.model()->rowCount() == 2 && !page.isBusy(), kWaitMs);
     QCOMPARE(page.model()->item(1).path, missing);
     QCOMPARE(int(page.model()->item(1).status), int(CaptionItem::Status::Failed));
+  }
+
+  // Clear removes every row; pressed again on the emptied list it brings them back (until rows are added).
+  void clearIsUndone() {
+    StudioContext context;
+    CaptionPage page(&context);
+    const QString dir = expnet_test::makeTempDir("caption_clear");
+    page.addPaths({dir + "/a.png", dir + "/b.png"});  // missing: error rows, no model needed
+    QCOMPARE(page.model()->rowCount(), 2);
+    auto* clear = page.findChild<QPushButton*>("clearImages");
+    QVERIFY(clear);
+    clear->click();
+    QCOMPARE(page.model()->rowCount(), 0);
+    QCOMPARE(clear->text(), QStringLiteral("Undo clear"));
+    QVERIFY(clear->isEnabled());
+    clear->click();
+    QCOMPARE(page.model()->rowCount(), 2);
+    QCOMPARE(page.model()->item(1).path, dir + "/b.png");
+    QCOMPARE(int(page.model()->item(1).status), int(CaptionItem::Status::Failed));
+    QCOMPARE(clear->text(), QStringLiteral("Clear"));
+    clear->click();
+    page.addPaths({dir + "/c.png"});  // the cleared rows are gone for good now
+    QCOMPARE(clear->text(), QStringLiteral("Clear"));
+    clear->click();
+    clear->click();
+    QCOMPARE(page.model()->rowCount(), 1);
+    QCOMPARE(page.model()->item(0).path, dir + "/c.png");
+  }
+
+  // Recent keeps what can be opened again: an image file and a folder, not a missing
+  // path, a non-image file or a pasted image's temporary file.
+  void recentRemembersOnlyWhatOpensAgain() {
+    StudioContext context;
+    CaptionPage page(&context);
+    const QString dir = expnet_test::makeTempDir("caption_recent_paths");
+    QFile text(dir + "/notes.txt");
+    QVERIFY(text.open(QIODevice::WriteOnly) && text.write("words") > 0);
+    text.close();
+    page.addPaths({dir + "/gone.png", dir + "/notes.txt", image_, dir});
+    QCOMPARE(page.recent().paths(), (QStringList{QFileInfo(dir).absoluteFilePath(), QFileInfo(image_).absoluteFilePath()}));
+    QImage pixels(8, 8, QImage::Format_RGB32);
+    pixels.fill(Qt::red);
+    QGuiApplication::clipboard()->setImage(pixels);
+    const int rows = page.model()->rowCount();
+    page.pasteFromClipboard();
+    QCOMPARE(page.model()->rowCount(), rows + 1);
+    QVERIFY(page.model()->item(rows).path.endsWith("pasted-1.png"));
+    QCOMPARE(page.recent().paths().size(), 2);
   }
 
   // A file whose name is not UTF-8 (byte 0xff), dropped from a file manager as a
@@ -510,6 +582,12 @@ class TestCaptionPage : public QObject {
     QVERIFY(context.captioner()->precision() == expnet::Precision::FP32);
     const QString note = page.describe().value("model_note").toString();
     QVERIFY2(note.contains("running in fp32 instead"), qPrintable(note));
+    // A precision chosen with a model loaded loads that model again at once (no Load model to press).
+    precision->setCurrentText("int8");
+    emit precision->activated(precision->currentIndex());
+    QTRY_VERIFY_WITH_TIMEOUT(page.modelLoaded() && !page.isBusy() && context.captioner()->precision() == expnet::Precision::INT8,
+                             kWaitMs);
+    QVERIFY(context.modelName().startsWith("built-in demo model"));
   }
 
   void recentModelsAndTheLastOneAtStart() {

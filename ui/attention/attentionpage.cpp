@@ -39,6 +39,7 @@
 #include "common/formfields.h"
 #include "common/hintlabel.h"
 #include "common/theme.h"
+#include "common/wrappingrow.h"
 #include "expnet/decode/captioner.h"
 #include "expnet/system/atomic_file.h"
 #include "shell/studiocontext.h"
@@ -123,6 +124,7 @@ QWidget* AttentionPage::buildTopBar() {
                [this](const QJsonValue& v) { beam_->setValue(v.toInt()); });
   decodingNote_ = new HintLabel;
   decodingNote_->setObjectName(QStringLiteral("decodingNote"));
+  decodingNote_->setWordWrap(true);  // in lines on a narrow page, not wider than it
   decodingNote_->setToolTip(QStringLiteral("The model's checkpoint carries these decoding options: the traced "
                                            "caption is decoded with them (the Beam field overrides the beam)"));
   saveButton_ = new ActionButton(QStringLiteral("Save PNG…"), QKeySequence::Save,
@@ -184,7 +186,7 @@ QWidget* AttentionPage::buildHeatPanel() {
   wordInfo_->setTextInteractionFlags(Qt::TextSelectableByMouse);
 
   auto* layout = new QVBoxLayout(box);
-  layout->addLayout(controls);
+  layout->addWidget(controls);
   layout->addWidget(heatView_, 1);
   layout->addLayout(legend);
   layout->addWidget(caption_);
@@ -193,7 +195,7 @@ QWidget* AttentionPage::buildHeatPanel() {
 }
 
 // Which cross-attention the map shows (a layer and head, or their means) and its opacity.
-QLayout* AttentionPage::buildHeatControls() {
+QWidget* AttentionPage::buildHeatControls() {
   layer_ = choiceField(QStringLiteral("layer"), {QStringLiteral("Mean of layers")},
                        QStringLiteral("Decoder layer whose cross-attention is shown, or the mean over all layers"));
   head_ = choiceField(QStringLiteral("head"), {QStringLiteral("Mean of heads")},
@@ -212,15 +214,9 @@ QLayout* AttentionPage::buildHeatControls() {
     opacityValue_->setText(QStringLiteral("%1%").arg(value));
     updateHeatMap();
   });
-  auto* controls = new QHBoxLayout;
-  controls->addWidget(new HintLabel(QStringLiteral("Layer:")));
-  controls->addWidget(layer_);
-  controls->addWidget(new HintLabel(QStringLiteral("Head:")));
-  controls->addWidget(head_);
-  controls->addSpacing(8);
-  controls->addWidget(new HintLabel(QStringLiteral("Opacity:")));
-  controls->addWidget(opacity_, 1);
-  controls->addWidget(opacityValue_);
+  auto* controls = new WrappingRow;  // the opacity under the layer and head where the panel is narrow
+  controls->addWidget(widgetRow({new HintLabel(QStringLiteral("Layer:")), layer_, new HintLabel(QStringLiteral("Head:")), head_}));
+  controls->addWidget(widgetRow({new HintLabel(QStringLiteral("Opacity:")), opacity_, opacityValue_}, 1), 1);
   return controls;
 }
 

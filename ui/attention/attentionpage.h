@@ -99,7 +99,7 @@ class AttentionPage : public StudioPage {
  private:
   QWidget* buildTopBar();
   QWidget* buildHeatPanel();
-  QLayout* buildHeatControls();
+  QWidget* buildHeatControls();
   void buildCaptionView();  // caption_
   void requestTrace();
   void onTraced(int request, std::shared_ptr<const AttentionTrace> trace);

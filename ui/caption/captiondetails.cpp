@@ -33,6 +33,10 @@ QString captionDetailsHtml(const CaptionItem& item, const Theme& theme) {
                 .arg(item.ms.value(QStringLiteral("decode")).toDouble(), 0, 'f', 1);
   if (!item.settings.isEmpty()) {
     const auto& s = item.settings;
+    if (s.contains(QStringLiteral("model")))
+      html += QStringLiteral("<p><b>Model</b>: %1, %2 on %3</p>")
+                  .arg(s.value(QStringLiteral("model")).toString().toHtmlEscaped(), s.value(QStringLiteral("precision")).toString(),
+                       s.value(QStringLiteral("device")).toString());
     const auto offOr = [&s](const char* key) {
       const int value = s.value(QLatin1String(key)).toInt();
       return value == 0 ? QStringLiteral("off") : QString::number(value);

@@ -52,6 +52,14 @@ QString CaptionItem::statusText() const {
   return {};
 }
 
+QString CaptionItem::madeBy() const {
+  const QString model = settings.value(QStringLiteral("model")).toString();
+  if (model.isEmpty()) return {};
+  const QString search = settings.value(QStringLiteral("search")).toString();
+  return search == QLatin1String("beam") ? QStringLiteral("%1 · beam %2").arg(model).arg(settings.value(QStringLiteral("beam_size")).toInt())
+                                         : QStringLiteral("%1 · %2").arg(model, search);
+}
+
 QJsonObject CaptionItem::toJson() const {
   QJsonObject out{{"image", display}};
   if (status == Status::Failed) {
@@ -86,7 +94,12 @@ QVariant CaptionModel::data(const QModelIndex& index, int role) const {
       if (role == Qt::ToolTipRole) return failed ? item.error : item.caption();
       break;
     case StatusColumn:
-      if (role == Qt::DisplayRole) return item.statusText();
+      if (role == Qt::DisplayRole) {  // a long model name is cut here (the column sizes to it); the tooltip has it whole
+        const QString by = item.madeBy();
+        return by.isEmpty() ? item.statusText()
+                            : item.statusText() + QLatin1Char('\n') + (by.size() > 40 ? by.left(18) + QStringLiteral("…") + by.right(21) : by);
+      }
+      if (role == Qt::ToolTipRole && !item.madeBy().isEmpty()) return QStringLiteral("Captioned by %1").arg(item.madeBy());
       if (role == Qt::ForegroundRole && failed) return QBrush(Theme::current().errorText());
       break;
   }
@@ -180,14 +193,22 @@ qint64 CaptionModel::cocoImageId(const QString& path, int row) {
 }
 
 void CaptionModel::exportCsv(const QString& file) const {
-  QString out = QStringLiteral("image,caption,score,preprocess_ms,encode_ms,decode_ms,error\n");
+  // The model's columns come last: scripts reading the first seven by position keep working.
+  QString out = QStringLiteral("image,caption,score,preprocess_ms,encode_ms,decode_ms,error,model,precision,device,search,beam_size\n");
   for (const auto& item : items_) {
     if (item.status != CaptionItem::Status::Done && item.status != CaptionItem::Status::Failed) continue;
     const QJsonObject best = item.nbest.isEmpty() ? QJsonObject() : item.nbest.first().toObject();
     const auto number = [](const QJsonValue& v) { return v.isUndefined() ? QString() : QString::number(v.toDouble(), 'g', 8); };
     out += QStringList{csvField(item.display), csvField(item.caption()), number(best.value(QStringLiteral("score"))),
                        number(item.ms.value(QStringLiteral("preprocess"))), number(item.ms.value(QStringLiteral("encode"))),
-                       number(item.ms.value(QStringLiteral("decode"))), csvField(item.error)}
+                       number(item.ms.value(QStringLiteral("decode"))), csvField(item.error),
+                       csvField(item.settings.value(QStringLiteral("model")).toString()),
+                       item.settings.value(QStringLiteral("precision")).toString(),
+                       item.settings.value(QStringLiteral("device")).toString(),
+                       item.settings.value(QStringLiteral("search")).toString(),
+                       item.settings.contains(QStringLiteral("beam_size"))
+                           ? QString::number(item.settings.value(QStringLiteral("beam_size")).toInt())
+                           : QString()}
                .join(QLatin1Char(','));
     out += QLatin1Char('\n');
   }

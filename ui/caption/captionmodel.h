@@ -22,12 +22,13 @@ struct CaptionItem {
   QString partial;     // best hypothesis so far while decoding
   QJsonArray nbest;    // [{text, score, sum_logprob}], best first
   QJsonObject ms;      // {preprocess, encode, decode}
-  QJsonObject settings;  // decoding settings used
+  QJsonObject settings;  // decoding settings used, and the model's name, precision and device
   QString error;
   bool submitted = false;  // handed to the worker
 
   QString caption() const;  // best caption, or the partial one while running
   QString statusText() const;
+  QString madeBy() const;  // "demo (bf16) · beam 3" once submitted, else empty
   QJsonObject toJson() const;
 };
 

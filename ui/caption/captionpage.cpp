@@ -36,6 +36,7 @@
 #include "common/imageintake.h"
 #include "common/localpath.h"
 #include "common/theme.h"
+#include "common/wrappingrow.h"
 #include "expnet/image/image_inputs.h"
 #include "expnet/model/demo_model.h"
 #include "shell/studiocontext.h"
@@ -53,7 +54,7 @@ const char* kNoModelHint =
     "captioned once a model is loaded.</p>";
 const char* kDropHint =
     "<h3>Drop images or folders here</h3>"
-    "<p>Or press <b>Open…</b> (Ctrl+O), or paste an image (Ctrl+Shift+V). Captions stream in word by word; "
+    "<p>Or press <b>Open…</b> (Ctrl+O), or paste an image (Ctrl+V). Captions stream in word by word; "
     "select a row for its n-best list, timings and settings.</p>";
 }  // namespace
 
@@ -83,13 +84,20 @@ CaptionPage::CaptionPage(StudioContext* context, QWidget* parent)
   modelForm_ = new ModelForm(context_->device(), context_->threads(), this);
   modelForm_->setRecentModels(&recentModels_);
   connect(modelForm_, &ModelForm::loadRequested, this, &CaptionPage::loadModel);
+  connect(modelForm_, &ModelForm::precisionChosen, this, [this](const QString& precision) {
+    if (!modelLoaded() || loading_ || precision == loaded_.precision) return;
+    ModelRequest again = loaded_;
+    again.precision = precision;
+    loadModel(again);
+  });
   decodingForm_ = new DecodingForm;
-  auto* top = new QHBoxLayout;
+  auto* top = new WrappingRow;
+  top->setObjectName(QStringLiteral("modelAndDecoding"));
   top->addWidget(modelForm_, 3);
   top->addWidget(decodingForm_, 2);
   auto* layout = new QVBoxLayout(this);
   layout->setContentsMargins(12, 12, 12, 8);
-  layout->addLayout(top);
+  layout->addWidget(top);
   layout->addWidget(buildActions());
   demoNotice_ = new DemoNotice;
   demoNotice_->hide();
@@ -147,8 +155,10 @@ QWidget* CaptionPage::buildCentre() {
 
 QWidget* CaptionPage::buildActions() {
   auto* open = new ActionButton(QStringLiteral("Open…"), QKeySequence::Open, QStringLiteral("Add images or a folder"), this);
-  auto* paste = new ActionButton(QStringLiteral("Paste"), QKeySequence(Qt::CTRL | Qt::SHIFT | Qt::Key_V),
-                                 QStringLiteral("Caption the image or files on the clipboard"), this);
+  // Ctrl+V too: text fields keep their own Ctrl+V (they take it as a shortcut override).
+  auto* paste = new ActionButton(QStringLiteral("Paste"),
+                                 {QKeySequence(Qt::CTRL | Qt::SHIFT | Qt::Key_V), QKeySequence(QKeySequence::Paste)},
+                                 QStringLiteral("Caption the image or files on the clipboard (also Ctrl+V)"), this);
   auto* cancel = new ActionButton(QStringLiteral("Cancel"), QKeySequence(Qt::Key_Escape),
                                   QStringLiteral("Stop captioning: the current and queued images"), this);
   // Ctrl+C too: text fields keep their own Ctrl+C (they take it as a shortcut override).
@@ -161,6 +171,7 @@ QWidget* CaptionPage::buildActions() {
   connect(paste, &QPushButton::clicked, this, &CaptionPage::pasteFromClipboard);
   connect(cancel, &QPushButton::clicked, this, &CaptionPage::cancel);
   connect(copy, &QPushButton::clicked, this, &CaptionPage::copyCaption);
+  clear->setObjectName(QStringLiteral("clearImages"));
   connect(clear, &QPushButton::clicked, this, &CaptionPage::clearItems);
   cancelButton_ = cancel;
   copyButton_ = copy;
@@ -225,6 +236,7 @@ void CaptionPage::onModelLoaded(const QString& name, const QJsonObject& details)
   decodingForm_->applyCheckpoint(details.value(QStringLiteral("decoding")).toObject());
   decodingForm_->setGreedyOnly(details.value(QStringLiteral("pnaic")).toBool());
   demoNotice_->setVisible(details.value(QStringLiteral("demo")).toBool());
+  loaded_ = requested_;
   recentModels_.add(requested_);
   // Saved at once (a crash must not forget it), unless the page runs without the user's
   // settings (--screenshot, tests): then saveSettings() alone writes them.
@@ -280,7 +292,17 @@ void CaptionPage::addPaths(const QStringList& paths) {
     }
     added.push_back(item);
   }
-  recent_.add(paths);
+  // Recent remembers what can be opened again: no pasted image's temporary file, no missing path, no non-image file.
+  QStringList remembered;
+  for (const QString& path : paths) {
+    const QFileInfo info(path);
+    const std::string suffix = "." + info.suffix().toLower().toStdString();
+    const auto& images = expnet::image_extensions();
+    if (!intake_->isPasted(path) && (info.isDir() || (info.isFile() && std::find(images.begin(), images.end(), suffix) != images.end())))
+      remembered << path;
+  }
+  recent_.add(remembered);
+  cleared_.clear();  // a Clear is undone on the list it emptied only
   const int first = items_->append(added);
   table_->scrollToBottom();
   if (table_->currentIndex().row() < 0 && !added.isEmpty()) table_->selectRow(first);
@@ -291,7 +313,11 @@ void CaptionPage::addPaths(const QStringList& paths) {
 void CaptionPage::submitQueued() {
   if (!modelLoaded() || loading_) return;
   QVector<CaptionJob> jobs;
-  const QJsonObject settings = decodingForm_->settings(modelDetails_.value(QStringLiteral("max_seq_len")).toInt());
+  QJsonObject settings = decodingForm_->settings(modelDetails_.value(QStringLiteral("max_seq_len")).toInt());
+  // Which model made each caption: rows of two models stay told apart, in the table and the exports.
+  settings.insert(QStringLiteral("model"), modelName_);
+  settings.insert(QStringLiteral("precision"), modelDetails_.value(QStringLiteral("precision")).toString());
+  settings.insert(QStringLiteral("device"), modelDetails_.value(QStringLiteral("device")).toString());
   for (int row = 0; row < items_->rowCount(); ++row) {
     const auto& item = items_->item(row);
     if (item.status != CaptionItem::Status::Queued || item.submitted) continue;
@@ -363,10 +389,18 @@ void CaptionPage::exportCaptions() {
 }
 
 void CaptionPage::clearItems() {
+  if (items_->rowCount() == 0 && !cleared_.isEmpty()) {  // Undo clear
+    items_->append(cleared_);
+    cleared_.clear();
+    table_->selectRow(0);
+    return updateState();
+  }
   if (inFlight_ > 0) cancel();
   if (inFlight_ > 0) return;  // rows are still referenced by running jobs; cleared once they report back
+  cleared_ = items_->items();
   items_->clear();
   details_->clear();
+  updateState();
 }
 
 void CaptionPage::restoreSettings() {
@@ -406,8 +440,12 @@ void CaptionPage::updateState() {
   cancelButton_->setEnabled(items_->pendingCount() > 0);
   copyButton_->setEnabled(any);
   exportButton_->setEnabled(any);
-  clearButton_->setEnabled(any);
-  progress_->setText(captionProgressText(items_->items(), modelLoaded()));
+  const bool undo = !any && !cleared_.isEmpty();
+  clearButton_->setEnabled(any || undo);
+  clearButton_->setText(undo ? QStringLiteral("Undo clear") : QStringLiteral("Clear"));
+  clearButton_->setTip(undo ? QStringLiteral("Bring back the images Clear removed") : QStringLiteral("Remove every image from the list"));
+  progress_->setText(undo ? QStringLiteral("Removed %1 images: Undo clear brings them back.").arg(cleared_.size())
+                          : captionProgressText(items_->items(), modelLoaded()));
 }
 
 void CaptionPage::showDetails() {

@@ -8,11 +8,13 @@
 #include <QStringList>
 #include <QThread>
 
+#include "caption/captionmodel.h"
 #include "caption/captionworker.h"
 #include "caption/recentmodels.h"
 #include "common/recentpaths.h"
 #include "shell/studiopage.h"
 
+class ActionButton;
 class QLabel;
 class QStackedWidget;
 class QTableView;
@@ -57,7 +59,7 @@ class CaptionPage : public StudioPage {
   void pasteFromClipboard();
   void copyCaption();
   void exportCaptions();
-  void clearItems();
+  void clearItems();  // or, on an empty list just cleared, brings the cleared rows back
   void restoreSettings() override;
   void saveSettings() const override;
 
@@ -87,6 +89,7 @@ class CaptionPage : public StudioPage {
   QString modelError_;
   QString loadNote_;        // said with the loaded model: why the last one was not reloaded
   ModelRequest requested_;  // the model being loaded
+  ModelRequest loaded_;     // the model loaded (a precision change loads it again)
   RecentModels recentModels_;
   bool settingsRestored_ = false;  // the user's settings are in use (not a screenshot or a test)
   RecentPaths recent_;  // saved with the settings
@@ -97,7 +100,8 @@ class CaptionPage : public StudioPage {
   QWidget* cancelButton_;
   QWidget* copyButton_;
   QToolButton* exportButton_;
-  QWidget* clearButton_;
+  ActionButton* clearButton_;
+  QVector<CaptionItem> cleared_;  // what the last Clear removed, until rows are added again
   QLabel* progress_;
   QStackedWidget* centre_;
   HintLabel* hint_;

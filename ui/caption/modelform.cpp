@@ -38,6 +38,7 @@ void ModelForm::addFileRows(QFormLayout* form) {
   config_->lineEdit()->setPlaceholderText(QStringLiteral("preset (official, small, tiny), built-in model or config .json"));
   config_->setToolTip(QStringLiteral("Preset name or model config JSON; empty = read from one of our checkpoints"));
   checkpoint_ = new QLineEdit;
+  checkpoint_->setObjectName(QStringLiteral("checkpoint"));
   checkpoint_->setPlaceholderText(QStringLiteral("checkpoint .pth"));
   vocab_ = new QLineEdit;
   vocab_->setPlaceholderText(QStringLiteral("vocabulary .pickle or .json (empty = from our checkpoint)"));
@@ -75,12 +76,13 @@ QLayout* ModelForm::buildRuntimeRow(const QString& device, int threads) {
   std::string bf16Why;
   const bool bf16 = expnet::bf16_is_fast(device.toStdString(), &bf16Why);
   precision_->setToolTip(
-      QStringLiteral("Matrix products at the next Load model: fp32 (the reference's), bf16 (bfloat16 with float32 "
+      QStringLiteral("Matrix products (a change loads the loaded model again with it): fp32 (the reference's), bf16 (bfloat16 with float32 "
                      "accumulation: about twice as fast where the CPU has it; captions can differ on a few images), "
                      "int8 (CPU: dynamically quantised Linears) or auto (bf16 where fast). On this machine: %1%2.")
           .arg(QString::fromStdString(bf16Why), bf16 ? QString() : QStringLiteral(", so bf16 runs as fp32")));
   runtimeRow->addWidget(new QLabel(QStringLiteral("Precision:")));
   runtimeRow->addWidget(precision_);
+  connect(precision_, &QComboBox::activated, this, [this] { emit precisionChosen(precision_->currentText()); });
   return runtimeRow;
 }
 

@@ -42,6 +42,7 @@ class ModelForm : public QGroupBox {
 
  signals:
   void loadRequested(const ModelRequest& request);
+  void precisionChosen(const QString& precision);  // by the user: the loaded model is loaded again with it
 
  private:
   void addFileRows(QFormLayout* form);  // config, checkpoint and vocabulary

@@ -31,6 +31,10 @@ void ImageIntake::open() {
   if (!files.isEmpty()) add_(files);
 }
 
+bool ImageIntake::isPasted(const QString& path) const {
+  return pasteDir_.isValid() && path.startsWith(pasteDir_.path() + QLatin1Char('/'));
+}
+
 void ImageIntake::paste() {
   const QStringList paths = pathsOf(QApplication::clipboard()->mimeData());
   if (!paths.isEmpty()) add_(paths);

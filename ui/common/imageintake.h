@@ -19,6 +19,7 @@ class ImageIntake : public QObject {
 
   void open();   // the Open dialog
   void paste();  // the clipboard
+  bool isPasted(const QString& path) const;  // a file this intake saved from a pasted image (temporary)
 
  protected:
   bool eventFilter(QObject* watched, QEvent* event) override;

@@ -59,7 +59,7 @@ CompareCharts::CompareCharts(QWidget* parent) : QWidget(parent) {
 
 QCustomPlot* CompareCharts::makePlot(const QString& title, const QString& xLabel, const QString& yLabel) {
   auto* plot = new QCustomPlot;
-  plot->setMinimumSize(260, 180);
+  plot->setMinimumSize(200, 160);  // both side by side beside the controls on a 1024-pixel screen
   plot->plotLayout()->insertRow(0);
   plot->plotLayout()->addElement(0, 0, new QCPTextElement(plot, title, QFont(font().family(), 10, QFont::Bold)));
   plot->xAxis->setLabel(xLabel);

@@ -267,13 +267,15 @@ QWidget* ComparePage::buildImages() {
   auto* bar = new QHBoxLayout;
   auto* open = new ActionButton(QStringLiteral("Open…"), QKeySequence::Open,
                                 QStringLiteral("Add images or a folder to compare on"), this);
-  // Ctrl+Shift+V as on the Caption page: Ctrl+V stays the text fields' paste.
-  auto* paste = new ActionButton(QStringLiteral("Paste"), QKeySequence(Qt::CTRL | Qt::SHIFT | Qt::Key_V),
-                                 QStringLiteral("Add the images (or paths) on the clipboard"), this);
+  // Ctrl+V too, as on the Caption page: text fields keep their own Ctrl+V (a shortcut override).
+  auto* paste = new ActionButton(QStringLiteral("Paste"),
+                                 {QKeySequence(Qt::CTRL | Qt::SHIFT | Qt::Key_V), QKeySequence(QKeySequence::Paste)},
+                                 QStringLiteral("Add the images (or paths) on the clipboard (also Ctrl+V)"), this);
   auto* clear = new QPushButton(QStringLiteral("Clear"));
   clear->setToolTip(QStringLiteral("Remove every image row"));
   imagesStatus_ = new QLabel;
   imagesStatus_->setObjectName(QStringLiteral("imagesStatus"));
+  imagesStatus_->setWordWrap(true);  // two lines rather than a page wider than the window
   bar->addWidget(open);
   bar->addWidget(paste);
   bar->addWidget(clear);
@@ -482,7 +484,8 @@ void ComparePage::updateState() {
     status = QStringLiteral("Captioning %1 images with every mode…").arg(
         std::accumulate(batches_.begin(), batches_.end(), 0, [](int n, const QStringList& b) { return n + int(b.size()); }));
   else if (table_->rows() > 0)
-    status = QStringLiteral("%1 images; select one to replay its decoding").arg(table_->rows());
+    status = (table_->rows() == 1 ? QStringLiteral("1 image") : QStringLiteral("%1 images").arg(table_->rows())) +
+             QStringLiteral("; select one to replay its decoding");
   imagesStatus_->setText(status);
 
   evaluate_->setEnabled(!evaluating() && !evaluationWanted_);

@@ -13,6 +13,7 @@
 
 #include "common/actionbutton.h"
 #include "common/hintlabel.h"
+#include "common/wrappingrow.h"
 #include "expnet/remote/run_mirror.h"
 #include "expnet/train/run_csv.h"
 #include "expnet/train/run_store.h"
@@ -56,19 +57,18 @@ RunActions::RunActions(QWidget* owner) : QWidget(owner), message_(new HintLabel)
     const QString dir = QFileDialog::getExistingDirectory(this, QStringLiteral("Folder for the TensorBoard event file"));
     if (!dir.isEmpty()) exportTensorBoard(dir);
   });
-  auto* layout = new QHBoxLayout(this);
-  layout->setContentsMargins(0, 0, 0, 0);
-  for (QPushButton* b : std::initializer_list<QPushButton*>{openBest_, resume_, rename_, delete_, undo_, exportCsv_,
-                                                            exportTensorBoard_})
-    layout->addWidget(b);
   transfer_ = new QProgressBar;
   transfer_->setObjectName(QStringLiteral("transfer"));
   transfer_->setRange(0, 1000);
   transfer_->setFixedWidth(140);
   transfer_->setVisible(false);
-  layout->addWidget(transfer_);
   message_->setWordWrap(true);
-  layout->addWidget(message_, 1);
+  auto* row = new WrappingRow;  // the exports and the message under the run's buttons where the page is narrow
+  row->addWidget(widgetRow({openBest_, resume_, rename_, delete_, undo_}));
+  row->addWidget(widgetRow({exportCsv_, exportTensorBoard_, transfer_, message_}, 3), 1);
+  auto* layout = new QHBoxLayout(this);
+  layout->setContentsMargins(0, 0, 0, 0);
+  layout->addWidget(row);
   connect(&fetch_, &HostCommand::progress, this, [this](qint64 done, qint64 total) {
     transfer_->setValue(total > 0 ? int(done * 1000 / total) : 0);
     showMessage(QStringLiteral("Bringing the checkpoint home: %1 of %2 MB").arg(done >> 20).arg(total >> 20), false);

@@ -21,6 +21,7 @@
 #include "common/hintlabel.h"
 #include "common/plotfitting.h"
 #include "common/theme.h"
+#include "common/wrappingrow.h"
 #include "runs/runcurveaxes.h"
 
 namespace {
@@ -89,16 +90,15 @@ RunCurves::RunCurves(QWidget* parent)
                     "(SCST losses below zero are not drawn on a log axis)");
   auto* fit = named(new QPushButton(QStringLiteral("Fit charts")), "curvesFit",
                     "Fit every chart to its data and follow new points (also: double-click a chart)");
-  auto* bar = new QHBoxLayout;
-  for (QWidget* w : std::initializer_list<QWidget*>{new HintLabel(QStringLiteral("X axis:")), xAxisBox_,
-                                                    new HintLabel(QStringLiteral("  Smoothing:")), smoothingSlider_,
-                                                    smoothingValue_, logScale_, fit})
-    bar->addWidget(w);
-  bar->addStretch(1);
-  bar->addWidget(new HintLabel(QStringLiteral("Drag to pan, wheel to zoom, double-click to fit")));
+  auto* bar = new WrappingRow;  // the controls in two rows where the page is narrow
+  bar->addWidget(widgetRow({new HintLabel(QStringLiteral("X axis:")), xAxisBox_, new HintLabel(QStringLiteral("  Smoothing:")),
+                            smoothingSlider_, smoothingValue_}));
+  auto* hint = new HintLabel(QStringLiteral("Drag to pan, wheel to zoom, double-click to fit"));
+  hint->setAlignment(Qt::AlignRight | Qt::AlignVCenter);
+  bar->addWidget(widgetRow({logScale_, fit, hint}, 2), 1);
   auto* layout = new QVBoxLayout(this);
   layout->setContentsMargins(0, 0, 0, 0);
-  layout->addLayout(bar);
+  layout->addWidget(bar);
   legend_ = named(new QLabel, "curvesLegend");
   readout_ = named(new QLabel, "curvesReadout");
   for (QLabel* label : {legend_, readout_}) {

@@ -64,6 +64,12 @@ RunsPage::RunsPage(QWidget* parent)
   layout->addWidget(problems_);
   layout->addWidget(splitter, 1);
   problems_->hide();
+  problems_->setObjectName(QStringLiteral("problems"));
+  connect(problems_, &QLabel::linkActivated, this, [this](const QString& link) {
+    if (link != QLatin1String("forget")) return;
+    for (const QString& store : listing_.missingStores) expnet::forget_run_store(store.toStdString());
+    refresh();
+  });
   empty_->hide();
 
   connect(&listingWatcher_, &QFutureWatcher<RunsListing>::finished, this,
@@ -199,9 +205,16 @@ void RunsPage::onListing(const RunsListing& listing) {
   QStringList problemLines;
   for (const auto& p : listing.problems) problemLines << p.error.toHtmlEscaped();
   if (!listing.missingStores.isEmpty())
-    problemLines << QStringLiteral("%1 registered stores no longer exist (moved or deleted): %2")
-                        .arg(listing.missingStores.size())
-                        .arg(listing.missingStores.join(QStringLiteral(", ")).toHtmlEscaped());
+    // The first few named (all in the tooltip), and the way out: forgetting them.
+    problemLines << QStringLiteral("%1 no longer %2 (moved or deleted): %3%4. <a href=\"forget\">Forget %5</a>")
+                        .arg(count(listing.missingStores.size(), "registered store"),
+                             listing.missingStores.size() == 1 ? QStringLiteral("exists") : QStringLiteral("exist"),
+                             listing.missingStores.mid(0, 2).join(QStringLiteral(", ")).toHtmlEscaped(),
+                             listing.missingStores.size() > 2
+                                 ? QStringLiteral(" and %1 more").arg(listing.missingStores.size() - 2)
+                                 : QString(),
+                             listing.missingStores.size() == 1 ? QStringLiteral("it") : QStringLiteral("them"));
+  problems_->setToolTip(listing.missingStores.join(QLatin1Char('\n')));
   problems_->setText(problemLines.join(QStringLiteral("<br>")));
   problems_->setVisible(!problemLines.isEmpty());
   empty_->setVisible(listing.rows.empty());

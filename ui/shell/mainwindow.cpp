@@ -1,8 +1,11 @@
 #include "shell/mainwindow.h"
 
+#include <algorithm>
+
 #include <QAction>
 #include <QActionGroup>
 #include <QCloseEvent>
+#include <QFontMetrics>
 #include <QFrame>
 #include <QHBoxLayout>
 #include <QLabel>
@@ -42,7 +45,6 @@ MainWindow::MainWindow(StudioContext* context, QWidget* parent)
   auto* layout = new QHBoxLayout(central);
   layout->setContentsMargins(0, 0, 0, 0);
   layout->setSpacing(0);
-  navigation_->setFixedWidth(180);
   navigation_->setObjectName(QStringLiteral("navigation"));
   navigation_->setFrameShape(QFrame::NoFrame);
   navigation_->setFocusPolicy(Qt::NoFocus);
@@ -90,6 +92,7 @@ MainWindow::MainWindow(StudioContext* context, QWidget* parent)
             trainingPage->resumeOnHost(host, folder, config);
           });
   addPage(new ComparePage(context_));
+  fitNavigationWidth();
 
   connect(navigation_, &QListWidget::currentRowChanged, stack_, &QStackedWidget::setCurrentIndex);
   connect(stack_, &QStackedWidget::currentChanged, this, [this](int index) {
@@ -167,6 +170,16 @@ void MainWindow::addPage(StudioPage* page) {
   scroll->setWidget(page);
   stack_->addWidget(scroll);
   navigation_->addItem(page->title());
+}
+
+// As wide as the longest page name needs (its 11 pt font and 16 px paddings), not more:
+// on a laptop screen every pixel goes to the page.
+void MainWindow::fitNavigationWidth() {
+  QFont navigationFont = navigation_->font();
+  navigationFont.setPointSizeF(11);
+  int widest = 0;
+  for (const auto* page : pages_) widest = std::max(widest, QFontMetrics(navigationFont).horizontalAdvance(page->title()));
+  navigation_->setFixedWidth(widest + 2 * 16 + 24);
 }
 
 QStringList MainWindow::pageIds() const {

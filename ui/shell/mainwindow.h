@@ -33,6 +33,7 @@ class MainWindow : public QMainWindow {
 
  private:
   void addPage(StudioPage* page);
+  void fitNavigationWidth();
   void buildMenus(CaptionPage* captionPage);
   void updateStatus();
   bool askBeforeQuitting();  // false: not now (cancelled, or quitting once a page's work has stopped)

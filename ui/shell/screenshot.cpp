@@ -51,6 +51,9 @@ int takeScreenshot(MainWindow& window, const StudioContext& context, const Scree
                           {"width", pixmap.width()},
                           {"height", pixmap.height()},
                           {"timed_out", timedOut},
+                          // Whether the page fits the window's width or scrolls sideways (its least width is wider).
+                          {"page_least_width", page ? page->minimumSizeHint().width() : 0},
+                          {"page_shown_width", page && page->parentWidget() ? page->parentWidget()->width() : 0},
                           {"content", page ? page->describe() : QJsonObject()}};
   QSaveFile json(request.file + QStringLiteral(".json"));
   if (!json.open(QIODevice::WriteOnly) || json.write(QJsonDocument(description).toJson()) < 0 || !json.commit()) {

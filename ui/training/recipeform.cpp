@@ -79,6 +79,7 @@ RecipeForm::RecipeForm() {
   auto* recipe = new QGroupBox(QStringLiteral("Recipe"));
   auto* form = new QFormLayout(recipe);
   form->setFieldGrowthPolicy(QFormLayout::AllNonFixedFieldsGrow);
+  form->setRowWrapPolicy(QFormLayout::WrapLongRows);  // a label above its field where the column is narrow
   preset_ = new QComboBox;
   preset_->setObjectName(QStringLiteral("preset"));
   preset_->setToolTip(QStringLiteral("Built-in recipe that fills the form: shapes-demo (small model, generated shapes "

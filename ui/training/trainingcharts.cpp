@@ -31,6 +31,7 @@ TrainingCharts::TrainingCharts(QWidget* parent)
   fit->setObjectName(QStringLiteral("fitCharts"));
   fit->setToolTip(QStringLiteral("Fit every chart to its data and follow new points (also: double-click a chart)"));
   auto* hint = new HintLabel(QStringLiteral("Drag to pan, wheel to zoom, double-click to fit"));
+  hint->setWordWrap(true);  // on a narrow page it takes two lines rather than the charts' width
   bar->addWidget(logScale_);
   bar->addWidget(fit);
   bar->addStretch(1);

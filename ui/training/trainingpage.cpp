@@ -51,7 +51,8 @@ TrainingPage::TrainingPage(StudioContext* context, QWidget* parent)
   scroll->setWidgetResizable(true);
   scroll->setFrameShape(QFrame::NoFrame);
   scroll->setHorizontalScrollBarPolicy(Qt::ScrollBarAlwaysOff);
-  scroll->setMinimumWidth(400);
+  // As wide as the form's least (its fields never clipped: no sideways scrolling here).
+  scroll->setMinimumWidth(scroll->widget()->minimumSizeHint().width() + scroll->verticalScrollBar()->sizeHint().width());
   split_->addWidget(scroll);
   split_->addWidget(buildMonitor());
   split_->setStretchFactor(0, 0);
@@ -156,6 +157,7 @@ QWidget* TrainingPage::buildMonitor() {
   runTitle_->setObjectName(QStringLiteral("runTitle"));
   runTitle_->setStyleSheet(QStringLiteral("font-size: 12pt; font-weight: bold"));
   runTitle_->setTextInteractionFlags(Qt::TextSelectableByMouse);
+  runTitle_->setWordWrap(true);  // a long run name takes two lines, never the page's width
   layout->addWidget(runTitle_);
   auto* progressRow = new QHBoxLayout;
   progressBar_ = new QProgressBar;
