@@ -242,6 +242,18 @@ class TestRunsPage : public QObject {
     const QStringList files = QDir(tensorboard).entryList({"events.out.tfevents.*"}, QDir::Files);
     QCOMPARE(files.size(), 1);
     QVERIFY(QFileInfo(tensorboard + "/" + files.first()).size() > 40 * 3 * 20);  // 40 steps x 3 scalars, and more
+
+    // Two runs selected: a folder each under the one chosen, which --logdir overlays.
+    page.selectRuns({"alpha", "beta"});
+    QTRY_COMPARE(page.describe().value("selected").toArray().size(), 2);
+    const QString both = dir_ + "/tb/both";
+    page.actions()->exportTensorBoard(both);
+    QVERIFY(done.wait(10000));
+    QVERIFY2(done.last().at(0).toBool(), qPrintable(page.actions()->message()));
+    QCOMPARE(QDir(both).entryList(QDir::Dirs | QDir::NoDotAndDotDot), (QStringList{"alpha", "beta"}));
+    for (const char* run : {"alpha", "beta"})
+      QCOMPARE(QDir(both + "/" + run).entryList({"events.out.tfevents.*"}, QDir::Files).size(), 1);
+    QVERIFY2(page.actions()->message().contains("2 runs"), qPrintable(page.actions()->message()));
   }
 
   void configDiffFlattensNestedKeys() {

@@ -10,6 +10,10 @@
 
 #include <exception>
 #include <memory>
+#include <set>
+#include <string>
+#include <utility>
+#include <vector>
 
 #include "common/actionbutton.h"
 #include "common/hintlabel.h"
@@ -40,7 +44,9 @@ RunActions::RunActions(QWidget* owner) : QWidget(owner), message_(new HintLabel)
                                 owner);
   exportTensorBoard_ = new ActionButton(
       QStringLiteral("Export TensorBoard…"), QKeySequence(Qt::CTRL | Qt::SHIFT | Qt::Key_E),
-      QStringLiteral("The run's curves as a TensorBoard event file, for tensorboard --logdir DIR"), owner);
+      QStringLiteral("The run's curves as a TensorBoard event file, for tensorboard --logdir DIR (several runs "
+                     "selected: a folder each, overlaid)"),
+      owner);
   const std::pair<QPushButton*, void (RunActions::*)()> commands[] = {
       {openBest_, &RunActions::openBestCheckpoint}, {resume_, &RunActions::resume},
       {rename_, &RunActions::renameRequested},      {delete_, &RunActions::deleteRun},
@@ -256,23 +262,38 @@ void RunActions::exportCsv(const QString& file) {
       false);
 }
 
+void RunActions::setSelected(const QVector<RunRow>& rows) { selected_ = rows; }
+
+// One run: its event file in `dir`. Several selected: one folder each under `dir` (named
+// after the run, its id added where two share a name), which --logdir overlays.
 void RunActions::exportTensorBoard(const QString& dir) {
   if (!current_) return;
-  const std::string store = current_->storePath.toStdString(), id = std::to_string(current_->info.id),
-                    folder = dir.toStdString();
-  auto written = std::make_shared<expnet::TensorboardExport>();
+  std::vector<std::pair<std::string, int64_t>> runs;  // store, run id
+  for (const RunRow& row : selected_.size() > 1 ? selected_ : QVector<RunRow>{*current_})
+    runs.emplace_back(row.storePath.toStdString(), row.info.id);
+  const bool several = runs.size() > 1;
+  auto written = std::make_shared<std::vector<expnet::TensorboardExport>>();
   run(QStringLiteral("Exporting…"),
-      [store, id, folder, written] {
-        expnet::RunStore s(store);
-        *written = expnet::write_tensorboard_events(s, s.find_run(id), folder);
+      [runs, several, folder = dir.toStdString(), written] {
+        std::set<std::string> used;
+        for (const auto& [store, id] : runs) {
+          const expnet::RunStore s(store);
+          const expnet::RunInfo info = s.find_run(std::to_string(id));
+          std::string name = expnet::tensorboard_run_folder(info);
+          if (!used.insert(name).second) used.insert(name += "-" + std::to_string(id));
+          written->push_back(expnet::write_tensorboard_events(s, info, several ? folder + "/" + name : folder));
+        }
       },
       [written, dir](const QString& error) {
-        return error.isEmpty()
-                   ? QStringLiteral("Wrote %1 (%2 values): tensorboard --logdir %3 shows them.")
-                         .arg(QString::fromStdString(written->path))
-                         .arg(written->scalars)
-                         .arg(dir)
-                   : error;
+        if (!error.isEmpty()) return error;
+        if (written->size() == 1)
+          return QStringLiteral("Wrote %1 (%2 values): tensorboard --logdir %3 shows them.")
+              .arg(QString::fromStdString(written->front().path))
+              .arg(written->front().scalars)
+              .arg(dir);
+        return QStringLiteral("Wrote the event files of %1 runs, a folder each under %2: tensorboard --logdir %2 overlays them.")
+            .arg(written->size())
+            .arg(dir);
       },
       false);
 }

@@ -32,6 +32,7 @@ class RunActions : public QWidget {
   ~RunActions() override;
 
   void setCurrent(const RunRow* row);  // copied; nullptr: none
+  void setSelected(const QVector<RunRow>& rows);  // what Export TensorBoard writes when several are selected
   bool isBusy() const { return watcher_.isRunning() || fetch_.isRunning(); }
   QString message() const;
   int trashedCount() const { return int(trashed_.size()); }
@@ -70,6 +71,7 @@ class RunActions : public QWidget {
   HostCommand fetch_;
   QString fetchedTo_;
   std::optional<RunRow> current_;
+  QVector<RunRow> selected_;
   QFutureWatcher<QString> watcher_;
   std::function<QString(const QString&)> done_;
   bool changesRuns_ = false;

@@ -103,6 +103,7 @@ void RunsPage::setUpTable() {
                                     "name, tags or notes to edit them"));
   connect(table_->selectionModel(), &QItemSelectionModel::selectionChanged, this, &RunsPage::onSelectionChanged);
   connect(table_->selectionModel(), &QItemSelectionModel::currentRowChanged, this, &RunsPage::updateCurrent);
+  connect(table_->selectionModel(), &QItemSelectionModel::selectionChanged, this, &RunsPage::updateCurrent);  // the exports' runs
 }
 
 // An edit in the table is an action; the actions' Rename opens the editor, their end refreshes.
@@ -358,7 +359,13 @@ const RunRow* RunsPage::currentRow() const {
   return model_->row(proxy_->mapToSource(current).row());
 }
 
-void RunsPage::updateCurrent() { actions_->setCurrent(currentRow()); }
+void RunsPage::updateCurrent() {
+  actions_->setCurrent(currentRow());
+  QVector<RunRow> selected;
+  for (const QModelIndex& index : table_->selectionModel()->selectedRows())
+    if (const RunRow* row = model_->row(proxy_->mapToSource(index).row())) selected.push_back(*row);
+  actions_->setSelected(selected);
+}
 
 bool RunsPage::setCurrentRun(const QString& key) {
   for (int r = 0; r < proxy_->rowCount(); ++r) {

@@ -235,4 +235,6 @@ TensorboardExport write_tensorboard_events(const RunStore& store, const RunInfo&
   return {path, scalars, static_cast<int64_t>(events.size())};
 }
 
+std::string tensorboard_run_folder(const RunInfo& run) { return sanitised(run.name); }
+
 }  // namespace expnet

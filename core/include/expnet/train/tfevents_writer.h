@@ -23,4 +23,8 @@ struct TensorboardExport {
 // std::runtime_error naming the folder or file, the reason and what to do.
 TensorboardExport write_tensorboard_events(const RunStore& store, const RunInfo& run, const std::string& dir);
 
+// A folder name for `run` under a --logdir that holds several runs (TensorBoard
+// shows each folder as one run): its name, file-name safe.
+std::string tensorboard_run_folder(const RunInfo& run);
+
 }  // namespace expnet
