@@ -95,6 +95,15 @@ class TestAttentionPage : public QObject {
     QString error;
     QVERIFY(!page.saveView(AttentionPage::View::HeatMap, expnet_test::makeTempDir("attention_none") + "/x.png", &error));
     QVERIFY(error.contains("nothing to save"));
+    // With a model loaded, the page no longer asks for one: it names it and asks for an image.
+    StudioContext loaded;
+    AttentionPage fresh(&loaded);
+    auto* hint = fresh.findChild<QLabel*>("beginHint");
+    QVERIFY(hint && hint->text().contains("Load a model"));
+    loaded.setCaptioner(captioner_);  // as the Caption page does: the name announces the model
+    loaded.setModelName("tiny model");
+    QTRY_VERIFY2(hint->text().contains("<b>tiny model</b> is loaded") && !hint->text().contains("Load a model"), qPrintable(hint->text()));
+    QCOMPARE(fresh.describe().value("message").toString(), QStringLiteral("No trace: pick an image"));
   }
 
   void heatMapsAndExpansionMapsEqualTheEngineTrace() {

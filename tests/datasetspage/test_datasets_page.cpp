@@ -3,6 +3,7 @@
 // evaluate the demo model per sample and sort worst first (scores equal to
 // `expnet score` on the same captions), cancel and resume an evaluation, a
 // broken dataset file and a missing image, and the screenshot.
+#include <QStandardItemModel>
 #include <QDir>
 #include <QFile>
 #include <QJsonArray>
@@ -23,6 +24,7 @@
 #include "datasets/evaluationpanel.h"
 #include "expnet/decode/captioner.h"
 #include "datasets/imagegridmodel.h"
+#include "datasets/thumbnaildelegate.h"
 #include "shell/studiocontext.h"
 #include "support/fixtures.h"
 #include "support/page_driving.h"
@@ -46,6 +48,12 @@ QMap<QString, QStringList> readExport(const QString& file) {
   }
   return rows;
 }
+// initStyleOption, which the view calls, made callable.
+class TileProbe : public ThumbnailDelegate {
+ public:
+  using ThumbnailDelegate::initStyleOption;
+};
+
 }  // namespace
 
 class TestDatasetsPage : public QObject {
@@ -63,6 +71,24 @@ class TestDatasetsPage : public QObject {
   }
 
  private slots:
+  // A tile's "name · score" too long for its cell keeps the score and the name's end (what
+  // tells shapes_000038.png from shapes_000056.png), not the shared start.
+  void tileNamesKeepTheirEndAndScore() {
+    QStandardItemModel model;
+    model.appendRow(new QStandardItem(QStringLiteral("shapes_000038.png · 1.40")));
+    model.appendRow(new QStandardItem(QStringLiteral("a.png · 0.25")));
+    TileProbe probe;
+    QStyleOptionViewItem option;
+    option.fontMetrics = QFontMetrics(QFont(QStringLiteral("DejaVu Sans"), 9));
+    const int fullWidth = option.fontMetrics.horizontalAdvance(QStringLiteral("shapes_000038.png · 1.40"));
+    option.rect = QRect(0, 0, fullWidth - 20, 138);  // too narrow by a little, whatever the font
+    probe.initStyleOption(&option, model.index(0, 0));
+    QVERIFY2(option.text.startsWith(QStringLiteral("…")) && option.text.endsWith(QStringLiteral("000038 · 1.40")),
+             qPrintable(option.text));
+    probe.initStyleOption(&option, model.index(1, 0));
+    QCOMPARE(option.text, QStringLiteral("a.png · 0.25"));  // fits: as it is
+  }
+
   void initTestCase() {
     dir_ = expnet_test::makeTempDir("datasets_page");
     qputenv("XDG_CACHE_HOME", (dir_ + "/cache").toUtf8());  // the indexes and stores of this test only

@@ -45,13 +45,16 @@
 #include "shell/studiocontext.h"
 
 namespace {
-const char* kHint =
-    "<h3>What did the model look at?</h3>"
-    "<p>Load a model on the <b>Caption</b> page, then pick one of its images above or press <b>Open…</b> "
-    "(Ctrl+O). The image is captioned (beam search) and the caption traced: for each word, the decoder's "
-    "cross-attention over the image; for each layer, the Static and Dynamic Expansion matrices.</p>"
-    "<p>From the command line: <code>expnet-studio --page attention --checkpoint FILE.pth --vocab VOCAB "
-    "--model PRESET --open IMAGE</code>.</p>";
+// How to begin: the first step is loading a model only while none is.
+QString beginHint(const QString& model) {
+  return QStringLiteral("<h3>What did the model look at?</h3><p>%1 pick one of the Caption page's images above or press "
+                        "<b>Open…</b> (Ctrl+O). The image is captioned (beam search) and the caption traced: for each "
+                        "word, the decoder's cross-attention over the image; for each layer, the Static and Dynamic "
+                        "Expansion matrices.</p><p>From the command line: <code>expnet-studio --page attention "
+                        "--checkpoint FILE.pth --vocab VOCAB --model PRESET --open IMAGE</code>.</p>")
+      .arg(model.isEmpty() ? QStringLiteral("Load a model on the <b>Caption</b> page, then")
+                           : QStringLiteral("<b>%1</b> is loaded:").arg(model.toHtmlEscaped()));
+}
 }  // namespace
 
 AttentionPage::AttentionPage(StudioContext* context, QWidget* parent)
@@ -67,7 +70,8 @@ AttentionPage::AttentionPage(StudioContext* context, QWidget* parent)
   retraceTimer_.setInterval(300);  // a spin box run of clicks traces once
   connect(&retraceTimer_, &QTimer::timeout, this, &AttentionPage::requestTrace);
 
-  hint_ = new HintLabel(QString::fromUtf8(kHint), HintLabel::Kind::Panel);
+  hint_ = new HintLabel(beginHint(QString()), HintLabel::Kind::Panel);
+  hint_->setObjectName(QStringLiteral("beginHint"));
   tabs_ = new ExpansionTabs;
   splitter_ = new QSplitter;
   splitter_->addWidget(buildHeatPanel());
@@ -433,7 +437,7 @@ void AttentionPage::updateStatus() {
   busy_->setVisible(tracing_ || (waiting_ && context_->modelLoading()));
   saveButton_->setEnabled(bool(trace_));
   centre_->setCurrentIndex(trace_ ? 1 : 0);  // the error in full in the main area, else how to begin
-  hint_->setText(error_.isEmpty() ? QString::fromUtf8(kHint)
+  hint_->setText(error_.isEmpty() ? beginHint(haveModel ? context_->modelName() : QString())
                                   : QStringLiteral("<h3>Could not trace it</h3><p>%1</p>").arg(error_.toHtmlEscaped()));
   QString text;
   if (!error_.isEmpty())
@@ -523,7 +527,8 @@ QJsonObject AttentionPage::describe() const {
   if (!path_.isEmpty()) out.insert(QStringLiteral("image"), path_);
   if (!error_.isEmpty()) out.insert(QStringLiteral("error"), error_);
   if (!trace_) {
-    out.insert(QStringLiteral("message"), QStringLiteral("No trace: load a model on the Caption page and pick an image"));
+    out.insert(QStringLiteral("message"), context_->captioner() ? QStringLiteral("No trace: pick an image")
+                                                                : QStringLiteral("No trace: load a model on the Caption page and pick an image"));
     return out;
   }
   QJsonArray words;

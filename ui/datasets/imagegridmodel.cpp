@@ -118,7 +118,7 @@ QVariant ImageGridModel::data(const QModelIndex& index, int role) const {
   }
   switch (role) {
     case Qt::DisplayRole:
-      return it->evaluated ? QStringLiteral("%1  ·  %2").arg(it->name).arg(it->ciderD, 0, 'f', 2) : it->name;
+      return it->evaluated ? QStringLiteral("%1 · %2").arg(it->name).arg(it->ciderD, 0, 'f', 2) : it->name;
     case Qt::DecorationRole: {
       const auto thumb = thumbnails_.constFind(it->cocoid);
       if (thumb != thumbnails_.constEnd()) return *thumb;
