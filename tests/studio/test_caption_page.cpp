@@ -8,6 +8,7 @@
 #include <QDesktopServices>
 #include <QDir>
 #include <QGuiApplication>
+#include <QProgressBar>
 #include <QPushButton>
 #include <QDoubleSpinBox>
 #include <QElapsedTimer>
@@ -407,9 +408,21 @@ class TestCaptionPage : public QObject {
     });
     clock.start();
     tick.start();
+    auto* bar = page.findChild<QProgressBar*>("batchProgress");
+    QVERIFY(bar && bar->isHidden());
+    int barMaximum = 0, barValues = 0, lastValue = -1;
+    connect(bar, &QProgressBar::valueChanged, this, [&](int value) {
+      barMaximum = std::max(barMaximum, bar->maximum());
+      barValues += value != lastValue;
+      lastValue = value;
+    });
     expnet_test::dropFiles(page, {dir});
+    QVERIFY(!bar->isHidden());  // the folder's 12 images: a bar while they are captioned
     QTRY_VERIFY_WITH_TIMEOUT(!page.isBusy(), kWaitMs);
     tick.stop();
+    QCOMPARE(barMaximum, 12);
+    QVERIFY2(barValues >= 6, qPrintable(QString::number(barValues)));  // it moved along, image by image
+    QVERIFY(bar->isHidden());
     QCOMPARE(page.model()->rowCount(), 12);
     for (const auto& item : page.model()->items()) QCOMPARE(int(item.status), int(CaptionItem::Status::Done));
     qInfo("longest event-loop gap while captioning 12 images: %lld ms (gross bound 500 ms)", longestGap);

@@ -16,6 +16,7 @@
 #include <QMenu>
 #include <QMessageBox>
 #include <QMimeData>
+#include <QProgressBar>
 #include <QSettings>
 #include <QSplitter>
 #include <QStackedWidget>
@@ -189,12 +190,18 @@ QWidget* CaptionPage::buildActions() {
   connect(exportButton_, &QToolButton::clicked, this, &CaptionPage::exportCaptions);
 
   progress_ = new QLabel;
+  batchBar_ = new QProgressBar;
+  batchBar_->setObjectName(QStringLiteral("batchProgress"));
+  batchBar_->setMaximumWidth(160);
+  batchBar_->setFormat(QStringLiteral("%v of %m"));
+  batchBar_->hide();
   auto* bar = new QWidget;
   auto* row = new QHBoxLayout(bar);
   row->setContentsMargins(0, 4, 0, 4);
   for (QWidget* w : std::initializer_list<QWidget*>{open, recentButton, paste, cancel, copy, exportButton_, clear})
     row->addWidget(w);
   row->addSpacing(12);
+  row->addWidget(batchBar_);
   row->addWidget(progress_, 1);
   return bar;
 }
@@ -303,8 +310,9 @@ void CaptionPage::addPaths(const QStringList& paths) {
   }
   recent_.add(remembered);
   cleared_.clear();  // a Clear is undone on the list it emptied only
+  if (items_->pendingCount() == 0) batchStart_ = items_->rowCount();  // a new batch; else it joins the one going on
   const int first = items_->append(added);
-  table_->scrollToBottom();
+  if (!added.isEmpty()) table_->scrollTo(items_->index(first, 0), QAbstractItemView::PositionAtTop);  // the first added, not the last
   if (table_->currentIndex().row() < 0 && !added.isEmpty()) table_->selectRow(first);
   submitQueued();
 }
@@ -398,6 +406,7 @@ void CaptionPage::clearItems() {
   if (inFlight_ > 0) cancel();
   if (inFlight_ > 0) return;  // rows are still referenced by running jobs; cleared once they report back
   cleared_ = items_->items();
+  batchStart_ = 0;
   items_->clear();
   details_->clear();
   updateState();
@@ -444,6 +453,15 @@ void CaptionPage::updateState() {
   clearButton_->setEnabled(any || undo);
   clearButton_->setText(undo ? QStringLiteral("Undo clear") : QStringLiteral("Clear"));
   clearButton_->setTip(undo ? QStringLiteral("Bring back the images Clear removed") : QStringLiteral("Remove every image from the list"));
+  int finished = 0;
+  for (int row = batchStart_; row < items_->rowCount(); ++row) {
+    const auto status = items_->item(row).status;
+    finished += status != CaptionItem::Status::Queued && status != CaptionItem::Status::Running;
+  }
+  const int batch = std::max(0, int(items_->rowCount()) - batchStart_);
+  batchBar_->setRange(0, std::max(batch, 1));
+  batchBar_->setValue(finished);
+  batchBar_->setVisible(items_->pendingCount() > 0 && batch > 1);
   progress_->setText(undo ? QStringLiteral("Removed %1 images: Undo clear brings them back.").arg(cleared_.size())
                           : captionProgressText(items_->items(), modelLoaded()));
 }

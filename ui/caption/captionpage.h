@@ -16,6 +16,7 @@
 
 class ActionButton;
 class QLabel;
+class QProgressBar;
 class QStackedWidget;
 class QTableView;
 class QTextBrowser;
@@ -103,6 +104,8 @@ class CaptionPage : public StudioPage {
   ActionButton* clearButton_;
   QVector<CaptionItem> cleared_;  // what the last Clear removed, until rows are added again
   QLabel* progress_;
+  QProgressBar* batchBar_;  // the images added together (a folder), while any is waiting
+  int batchStart_ = 0;      // the first row of that batch
   QStackedWidget* centre_;
   HintLabel* hint_;
   QTableView* table_;
