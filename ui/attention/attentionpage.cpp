@@ -145,21 +145,12 @@ QWidget* AttentionPage::buildTopBar() {
   // A long file name or error must not widen the window: the label takes the room left.
   status_->setSizePolicy(QSizePolicy::Ignored, QSizePolicy::Preferred);
 
-  auto* bar = new QWidget;
-  auto* row = new QHBoxLayout(bar);
-  row->setContentsMargins(0, 0, 0, 6);
-  row->addWidget(new HintLabel(QStringLiteral("Image:")));
-  row->addWidget(imageCombo_);
-  row->addWidget(openButton_);
-  row->addSpacing(12);
-  row->addWidget(new HintLabel(QStringLiteral("Beam:")));
-  row->addWidget(beam_);
-  row->addWidget(decodingNote_);
-  row->addSpacing(12);
-  row->addWidget(saveButton_);
-  row->addSpacing(12);
-  row->addWidget(busy_);
-  row->addWidget(status_, 1);
+  status_->setMinimumWidth(220);  // where less is left, it goes under the image choice (WrappingRow)
+  auto* bar = new WrappingRow;
+  bar->setContentsMargins(0, 0, 0, 6);
+  bar->addWidget(widgetRow({new HintLabel(QStringLiteral("Image:")), imageCombo_, openButton_,
+                            new HintLabel(QStringLiteral("  Beam:")), beam_, decodingNote_, saveButton_}, 5));
+  bar->addWidget(widgetRow({busy_, status_}, 1), 1);
   return bar;
 }
 

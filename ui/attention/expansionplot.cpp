@@ -65,7 +65,7 @@ void ExpansionPlot::showMatrix(const TraceMatrix& matrix, const QString& title, 
   title_ = title;
   rows_ = matrix.rows;
   cols_ = matrix.cols;
-  titleElement_->setText(title);
+  fitTitle();
   map_->data()->setSize(cols_, rows_);
   // Cell centres at integer coordinates: cell (col, row) spans col +- 0.5.
   map_->data()->setRange(QCPRange(0, std::max(cols_ - 1, 0)), QCPRange(0, std::max(rows_ - 1, 0)));
@@ -103,6 +103,18 @@ void ExpansionPlot::clearMatrix(const QString& message) {
   map_->setVisible(false);
   titleElement_->setText(message);
   replot();
+}
+
+void ExpansionPlot::fitTitle() {
+  if (title_.isEmpty()) return;
+  const qsizetype cut = title_.lastIndexOf(QStringLiteral(" · "));
+  const bool fits = QFontMetrics(titleElement_->font()).horizontalAdvance(title_) <= width() - 16;
+  titleElement_->setText(fits || cut < 0 ? title_ : title_.left(cut) + QLatin1Char('\n') + title_.mid(cut + 3));
+}
+
+void ExpansionPlot::resizeEvent(QResizeEvent* event) {
+  fitTitle();
+  QCustomPlot::resizeEvent(event);
 }
 
 void ExpansionPlot::mousePressEvent(QMouseEvent* event) {

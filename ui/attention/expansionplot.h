@@ -38,9 +38,11 @@ class ExpansionPlot : public QCustomPlot {
 
  protected:
   void mousePressEvent(QMouseEvent* event) override;
+  void resizeEvent(QResizeEvent* event) override;
 
  private:
   void setTicks(QCPAxis* axis, const QVector<Tick>& ticks, int count);
+  void fitTitle();  // on two lines (at its last " · ") where one is wider than the plot
 
   QCPColorMap* map_;
   QCPColorScale* scale_;
