@@ -164,11 +164,15 @@ void CaptionModel::setPartial(int row, const QString& caption) {
   update(row, [&](CaptionItem& item) { item.partial = caption; });
 }
 
-void CaptionModel::setDone(int row, const QJsonObject& result) {
+void CaptionModel::setDone(int row, const expnet::CaptionedImage& result) {
   update(row, [&](CaptionItem& item) {
     item.status = CaptionItem::Status::Done;
-    item.nbest = result.value(QStringLiteral("captions")).toArray();
-    item.ms = result.value(QStringLiteral("ms")).toObject();
+    item.nbest = QJsonArray();
+    for (size_t i = 0; i < result.captions.size(); ++i)
+      item.nbest.append(QJsonObject{{"text", QString::fromStdString(result.texts.at(i))},
+                                    {"score", result.captions[i].score},
+                                    {"sum_logprob", result.captions[i].sum_logprob}});
+    item.ms = QJsonObject{{"preprocess", result.ms.preprocess}, {"encode", result.ms.encode}, {"decode", result.ms.decode}};
     item.partial.clear();
   });
 }

@@ -13,6 +13,8 @@
 
 #include <functional>
 
+#include "expnet/decode/captioner.h"
+
 struct CaptionItem {
   enum class Status { Queued, Running, Done, Failed, Cancelled };
   QString display;  // as the user named it
@@ -54,7 +56,7 @@ class CaptionModel : public QAbstractTableModel {
   void setSubmitted(int row, const QJsonObject& settings);
   void setRunning(int row, const QImage& thumbnail);
   void setPartial(int row, const QString& caption);
-  void setDone(int row, const QJsonObject& result);
+  void setDone(int row, const expnet::CaptionedImage& result);
   void setFailed(int row, const QString& error);
   void setCancelled(int row);
 

@@ -12,6 +12,7 @@
 #include <QHeaderView>
 #include <QImage>
 #include <QJsonArray>
+#include <QJsonDocument>
 #include <QLabel>
 #include <QMenu>
 #include <QMessageBox>
@@ -68,7 +69,7 @@ CaptionPage::CaptionPage(StudioContext* context, QWidget* parent)
   connect(worker_, &CaptionWorker::modelFailed, this, &CaptionPage::onModelFailed);
   connect(worker_, &CaptionWorker::itemStarted, items_, &CaptionModel::setRunning);
   connect(worker_, &CaptionWorker::itemWords, items_, &CaptionModel::setPartial);
-  connect(worker_, &CaptionWorker::itemDone, this, [this](int row, const QJsonObject& result) {
+  connect(worker_, &CaptionWorker::itemDone, this, [this](int row, const expnet::CaptionedImage& result) {
     items_->setDone(row, result);
     jobEnded();
   });
@@ -232,17 +233,16 @@ void CaptionPage::loadModel(const ModelRequest& request) {
                             Qt::QueuedConnection);
 }
 
-void CaptionPage::onModelLoaded(const QString& name, const QJsonObject& details) {
+void CaptionPage::onModelLoaded(const LoadedModel& model) {
   loading_ = false;
-  const QString precision = details.value(QStringLiteral("precision")).toString();
-  modelName_ = precision == QStringLiteral("bf16") ? name + QStringLiteral(" (bf16)") : name;
-  const QString precisionNote = details.value(QStringLiteral("precision_note")).toString();
-  if (!precisionNote.isEmpty()) loadNote_ = loadNote_.isEmpty() ? precisionNote : loadNote_ + QStringLiteral("; ") + precisionNote;
-  modelDetails_ = details;
-  decodingForm_->setModelMaxLength(details.value(QStringLiteral("max_seq_len")).toInt());
-  decodingForm_->applyCheckpoint(details.value(QStringLiteral("decoding")).toObject());
-  decodingForm_->setGreedyOnly(details.value(QStringLiteral("pnaic")).toBool());
-  demoNotice_->setVisible(details.value(QStringLiteral("demo")).toBool());
+  modelName_ = model.precision == QStringLiteral("bf16") ? model.name + QStringLiteral(" (bf16)") : model.name;
+  if (!model.precisionNote.isEmpty())
+    loadNote_ = loadNote_.isEmpty() ? model.precisionNote : loadNote_ + QStringLiteral("; ") + model.precisionNote;
+  modelDetails_ = model;
+  decodingForm_->setModelMaxLength(model.maxSeqLen);
+  decodingForm_->applyCheckpoint(QJsonDocument::fromJson(QByteArray::fromStdString(model.carriedDecoding)).object());
+  decodingForm_->setGreedyOnly(model.pnaic);
+  demoNotice_->setVisible(model.demo);
   loaded_ = requested_;
   recentModels_.add(requested_);
   // Saved at once (a crash must not forget it), unless the page runs without the user's
@@ -251,8 +251,7 @@ void CaptionPage::onModelLoaded(const QString& name, const QJsonObject& details)
   context_->setModelLoading(false);
   context_->setCaptioner(worker_->captioner());
   context_->setModelName(modelName_);
-  context_->setRuntime(details.value(QStringLiteral("device")).toString(), details.value(QStringLiteral("threads")).toInt(),
-                       details.value(QStringLiteral("precision")).toString());
+  context_->setRuntime(model.device, model.threads, model.precision);
   updateState();
   emit modelReady();
   submitQueued();
@@ -321,11 +320,11 @@ void CaptionPage::addPaths(const QStringList& paths) {
 void CaptionPage::submitQueued() {
   if (!modelLoaded() || loading_) return;
   QVector<CaptionJob> jobs;
-  QJsonObject settings = decodingForm_->settings(modelDetails_.value(QStringLiteral("max_seq_len")).toInt());
+  QJsonObject settings = decodingForm_->settings(modelDetails_.maxSeqLen);
   // Which model made each caption: rows of two models stay told apart, in the table and the exports.
   settings.insert(QStringLiteral("model"), modelName_);
-  settings.insert(QStringLiteral("precision"), modelDetails_.value(QStringLiteral("precision")).toString());
-  settings.insert(QStringLiteral("device"), modelDetails_.value(QStringLiteral("device")).toString());
+  settings.insert(QStringLiteral("precision"), modelDetails_.precision);
+  settings.insert(QStringLiteral("device"), modelDetails_.device);
   for (int row = 0; row < items_->rowCount(); ++row) {
     const auto& item = items_->item(row);
     if (item.status != CaptionItem::Status::Queued || item.submitted) continue;
@@ -439,7 +438,7 @@ void CaptionPage::updateState() {
   else if (!modelError_.isEmpty())
     modelForm_->showFailed(modelError_);
   else if (modelLoaded())
-    modelForm_->showLoaded(modelName_, modelDetails_.value(QStringLiteral("load_ms")).toDouble(), loadNote_);
+    modelForm_->showLoaded(modelName_, modelDetails_.loadMs, loadNote_);
   else
     modelForm_->showNoModel();
 

@@ -69,7 +69,7 @@ class CaptionPage : public StudioPage {
   void captioningFinished();  // nothing left queued or running
 
  private:
-  void onModelLoaded(const QString& name, const QJsonObject& details);
+  void onModelLoaded(const LoadedModel& model);
   void onModelFailed(const QString& error);
   void submitQueued();
   void jobEnded();
@@ -86,7 +86,7 @@ class CaptionPage : public StudioPage {
   bool loading_ = false;
   int inFlight_ = 0;  // jobs sent to the worker and not yet reported back
   QString modelName_;
-  QJsonObject modelDetails_;
+  LoadedModel modelDetails_;
   QString modelError_;
   QString loadNote_;        // said with the loaded model: why the last one was not reloaded
   ModelRequest requested_;  // the model being loaded

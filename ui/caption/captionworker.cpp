@@ -4,13 +4,8 @@
 #include "caption/captionworker.h"
 
 #include <QFileInfo>
-#include <QJsonArray>
-#include <QJsonDocument>
 
-#include <c10/core/GradMode.h>
 #include <opencv2/imgproc.hpp>
-
-#include <chrono>
 
 #include "common/localpath.h"
 #include "expnet/image/image_decode.h"
@@ -18,11 +13,6 @@
 #include "expnet/system/system.h"
 
 namespace {
-using Clock = std::chrono::steady_clock;
-double msSince(Clock::time_point start) {
-  return std::chrono::duration<double, std::milli>(Clock::now() - start).count();
-}
-
 // Thrown from on_step to leave the search as soon as the user cancels.
 struct Cancelled {};
 
@@ -65,7 +55,10 @@ QString modelDisplayName(const ModelRequest& request) {
   return model.isEmpty() ? checkpoint : QStringLiteral("%1 (%2)").arg(checkpoint, model);
 }
 
-CaptionWorker::CaptionWorker() = default;
+CaptionWorker::CaptionWorker() {
+  qRegisterMetaType<LoadedModel>();
+  qRegisterMetaType<expnet::CaptionedImage>();
+}
 
 CaptionWorker::~CaptionWorker() = default;
 
@@ -84,25 +77,19 @@ void CaptionWorker::loadModel(const ModelRequest& request) {
     const auto precision = expnet::effective_precision(
         expnet::parse_precision(request.precision.toStdString(), source.device), source.device, &precisionNote);
     captioner->set_precision(precision);
-    const auto& config = captioner->config();
-    QJsonObject details{{"checkpoint", request.checkpoint},
-                        {"model", request.model},
-                        {"vocab", request.vocab},
-                        {"device", request.device},
-                        {"precision", QString::fromStdString(expnet::precision_name(precision))},
-                        {"precision_note", QString::fromStdString(precisionNote)},
-                        {"threads", expnet::torch_threads()},
-                        {"vocabulary_size", qint64(captioner->vocabulary().size())},
-                        {"image_size", qint64(config.swin_img_size)},
-                        {"max_seq_len", qint64(config.max_seq_len)},
-                        {"load_ms", captioner->load_ms()},
-                        {"demo", isDemoModel(request)},
-                        {"pnaic", config.is_pnaic()},
-                        {"decoding", QJsonDocument::fromJson(QByteArray::fromStdString(
-                                                                 captioner->carried_decoding().to_json()))
-                                         .object()}};
+    LoadedModel loaded;
+    loaded.name = modelDisplayName(request);
+    loaded.device = request.device;
+    loaded.precision = QString::fromStdString(expnet::precision_name(precision));
+    loaded.precisionNote = QString::fromStdString(precisionNote);
+    loaded.threads = expnet::torch_threads();
+    loaded.maxSeqLen = int(captioner->config().max_seq_len);
+    loaded.loadMs = captioner->load_ms();
+    loaded.demo = isDemoModel(request);
+    loaded.pnaic = captioner->config().is_pnaic();
+    loaded.carriedDecoding = captioner->carried_decoding().to_json();
     captioner_ = std::move(captioner);
-    emit modelLoaded(modelDisplayName(request), details);
+    emit modelLoaded(loaded);
   } catch (const std::exception& e) {
     emit modelFailed(QString::fromStdString(e.what()));
   }
@@ -119,46 +106,22 @@ void CaptionWorker::caption(const QVector<CaptionJob>& jobs, const expnet::Decod
       continue;
     }
     try {
-      emit itemDone(job.row, captionOne(job, options, epoch));
+      // The engine's own call, in stages: the thumbnail first, then the words as the search advances.
+      expnet::DecodingOptions staged = options;
+      staged.on_step = [&](const expnet::StepUpdate& update) {
+        if (epoch != cancelEpoch_.load()) throw Cancelled{};
+        emit itemWords(job.row, QString::fromStdString(captioner_->vocabulary().decode_text(update.best)));
+      };
+      const auto result = captioner_->caption_file(localPathBytes(job.path), staged,  // the exact bytes of a non-UTF-8 name
+                                                   [&](const cv::Mat& rgb) { emit itemStarted(job.row, thumbnailOf(rgb)); });
+      if (result.error.empty())
+        emit itemDone(job.row, result);
+      else
+        emit itemFailed(job.row, QString::fromStdString(result.error));
     } catch (const Cancelled&) {
       emit itemCancelled(job.row);
     } catch (const std::exception& e) {
       emit itemFailed(job.row, QString::fromStdString(e.what()));
     }
   }
-}
-
-// The same steps as Captioner::caption_files with batch 1, split so the page
-// sees the thumbnail first, then the words as the search advances.
-QJsonObject CaptionWorker::captionOne(const CaptionJob& job, const expnet::DecodingOptions& requested, int epoch) {
-  c10::NoGradGuard noGrad;
-  expnet::DecodingOptions options = captioner_->complete(requested);
-  options.validate();
-  const auto& vocab = captioner_->vocabulary();
-  options.on_step = [&](const expnet::StepUpdate& update) {
-    if (epoch != cancelEpoch_.load()) throw Cancelled{};
-    emit itemWords(job.row, QString::fromStdString(vocab.decode_text(update.best)));
-  };
-
-  auto start = Clock::now();
-  const cv::Mat rgb = expnet::load_image_rgb(localPathBytes(job.path));  // the exact bytes of a non-UTF-8 name
-  const at::Tensor input = captioner_->preprocess(rgb);
-  const double preprocessMs = msSince(start);
-  emit itemStarted(job.row, thumbnailOf(rgb));
-
-  start = Clock::now();
-  const at::Tensor encoded = captioner_->encode(input);
-  const double encodeMs = msSince(start);
-
-  start = Clock::now();
-  const auto results = captioner_->decode_encoded(encoded, options);  // AIC or PNAIC alike
-  const double decodeMs = msSince(start);
-
-  QJsonArray captions;
-  for (const auto& hypothesis : results.at(0).hypotheses)
-    captions.append(QJsonObject{{"text", QString::fromStdString(vocab.decode_text(hypothesis.tokens))},
-                                {"score", hypothesis.score},
-                                {"sum_logprob", hypothesis.sum_logprob}});
-  return QJsonObject{{"captions", captions},
-                     {"ms", QJsonObject{{"preprocess", preprocessMs}, {"encode", encodeMs}, {"decode", decodeMs}}}};
 }

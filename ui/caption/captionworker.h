@@ -5,7 +5,7 @@
 #pragma once
 
 #include <QImage>
-#include <QJsonObject>
+#include <QMetaType>
 #include <QObject>
 #include <QString>
 #include <QStringList>
@@ -24,6 +24,21 @@ struct ModelRequest {
 
 // "built-in demo model", "checkpoint.pth (official)": how the page and the status bar name a model.
 QString modelDisplayName(const ModelRequest& request);
+
+// What the page learns of a model the worker loaded.
+struct LoadedModel {
+  QString name;  // modelDisplayName()
+  QString device, precision;
+  QString precisionNote;  // why the precision asked for is not the one running, if so
+  int threads = 0;
+  int maxSeqLen = 0;
+  double loadMs = 0;
+  bool demo = false;   // a built-in model (knows only shapes)
+  bool pnaic = false;  // decodes greedily only
+  std::string carriedDecoding;  // CarriedDecoding::to_json(): the decoding options its checkpoint carries
+};
+Q_DECLARE_METATYPE(LoadedModel)
+Q_DECLARE_METATYPE(expnet::CaptionedImage)
 
 struct CaptionJob {
   int row = 0;
@@ -51,17 +66,15 @@ class CaptionWorker : public QObject {
   void caption(const QVector<CaptionJob>& jobs, const expnet::DecodingOptions& options, int epoch);
 
  signals:
-  void modelLoaded(const QString& name, const QJsonObject& details);
+  void modelLoaded(const LoadedModel& model);
   void modelFailed(const QString& error);
   void itemStarted(int row, const QImage& thumbnail);
   void itemWords(int row, const QString& partialCaption);
-  // result: captions [{text, score, sum_logprob}], ms {preprocess, encode, decode}
-  void itemDone(int row, const QJsonObject& result);
+  void itemDone(int row, const expnet::CaptionedImage& result);
   void itemFailed(int row, const QString& error);
   void itemCancelled(int row);
 
  private:
-  QJsonObject captionOne(const CaptionJob& job, const expnet::DecodingOptions& options, int epoch);
 
   std::shared_ptr<expnet::Captioner> captioner_;
   std::atomic<int> cancelEpoch_{0};

@@ -232,12 +232,47 @@ DecodingOptions Captioner::complete(DecodingOptions options) const {
   return options;
 }
 
+CaptionedImage Captioner::caption_file(const std::string& path, const DecodingOptions& requested,
+                                      const std::function<void(const cv::Mat& rgb)>& on_loaded,
+                                      const ImageLoadOptions& image_options, DecoderKind kind) {
+  const DecodingOptions options = complete(requested);
+  torch::NoGradGuard no_grad;
+  CaptionedImage item;
+  item.image = path;
+  auto start = Clock::now();
+  cv::Mat rgb;
+  at::Tensor input;
+  try {
+    rgb = load_image_rgb(path, image_options);
+    input = preprocess(rgb);
+  } catch (const std::exception& e) {
+    item.error = e.what();
+    return item;
+  }
+  const double preprocess_ms = ms_since(start);
+  if (on_loaded) on_loaded(rgb);
+  start = Clock::now();
+  const at::Tensor encoded = encode(input);
+  const double encode_ms = ms_since(start);
+  start = Clock::now();
+  auto results = decode_encoded(encoded, options, kind);  // the decoder's set-up counts as decoding
+  item.ms = {load_ms_, preprocess_ms, encode_ms, ms_since(start)};
+  item.captions = std::move(results.at(0).hypotheses);
+  item.steps = results.at(0).steps;
+  for (const auto& h : item.captions) item.texts.push_back(vocab_.decode_text(h.tokens));
+  return item;
+}
+
 std::vector<CaptionedImage> Captioner::caption_files(const std::vector<std::string>& paths,
                                                      const DecodingOptions& requested,
                                                      const ImageLoadOptions& image_options, int batch,
                                                      DecoderKind kind) {
-  const DecodingOptions options = complete(requested);
   std::vector<CaptionedImage> out(paths.size());
+  if (batch <= 1) {
+    for (size_t i = 0; i < paths.size(); ++i) out[i] = caption_file(paths[i], requested, {}, image_options, kind);
+    return out;
+  }
+  const DecodingOptions options = complete(requested);
   torch::NoGradGuard no_grad;
   for (size_t first = 0; first < paths.size(); first += static_cast<size_t>(std::max(1, batch))) {
     const size_t last = std::min(paths.size(), first + static_cast<size_t>(std::max(1, batch)));

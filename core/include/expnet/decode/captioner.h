@@ -4,6 +4,7 @@
 // the benchmarks and the studio's workers.
 #pragma once
 
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -93,8 +94,16 @@ class Captioner {
   // model decodes greedily: check_group_decoding_options).
   DecodingOptions complete(DecodingOptions options) const;
 
-  // Captions images read from disk, `batch` at a time; bad files get an error
-  // entry and the others continue.
+  // One image read from disk, in the stages a UI follows: `on_loaded` sees the
+  // decoded RGB image before it is encoded (a thumbnail), options.on_step the
+  // search's steps. A file that cannot be read is returned with `error` set;
+  // anything thrown by the callbacks or the model propagates.
+  CaptionedImage caption_file(const std::string& path, const DecodingOptions& options,
+                              const std::function<void(const cv::Mat& rgb)>& on_loaded = {},
+                              const ImageLoadOptions& image_options = {}, DecoderKind kind = DecoderKind::Incremental);
+
+  // Captions images read from disk, `batch` at a time (batch 1: caption_file each);
+  // bad files get an error entry and the others continue.
   std::vector<CaptionedImage> caption_files(const std::vector<std::string>& paths, const DecodingOptions& options,
                                             const ImageLoadOptions& image_options = {}, int batch = 1,
                                             DecoderKind kind = DecoderKind::Incremental);
