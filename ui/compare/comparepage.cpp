@@ -49,6 +49,8 @@ const QStringList kEvaluationStates = {QStringLiteral("none"), QStringLiteral("r
 ComparePage::ComparePage(StudioContext* context, QWidget* parent)
     : StudioPage(parent), context_(context), worker_(new CompareWorker) {
   intake_ = new ImageIntake(this, [this](const QStringList& paths) { addPaths(paths); });
+  qRegisterMetaType<ComparedImage>();  // the worker's results cross threads
+  qRegisterMetaType<expnet::ComparisonResult>();
   worker_->moveToThread(&thread_);
   connect(&thread_, &QThread::finished, worker_, &QObject::deleteLater);
 
@@ -103,8 +105,8 @@ void ComparePage::wireModels() {
 // The rows of a batch arrive one by one; the replay follows the selected row.
 void ComparePage::wireImages() {
   connect(worker_, &CompareWorker::thumbnailReady, table_, &CompareTable::setThumbnail);
-  connect(worker_, &CompareWorker::rowReady, this, [this](int batch, const QJsonObject& entry, const QStringList& modes) {
-    if (batches_.contains(batch)) table_->setEntry(entry, modes);
+  connect(worker_, &CompareWorker::rowReady, this, [this](int batch, const ComparedImage& row) {
+    if (batches_.contains(batch)) table_->setEntry(row);
   });
   const auto batchEnded = [this](int batch) {
     batches_.remove(batch);
@@ -117,7 +119,7 @@ void ComparePage::wireImages() {
     batchEnded(batch);
   });
   connect(table_, &CompareTable::selectionChangedTo, this,
-          [this](const QJsonObject& captions) { replay_->setCaptions(captions, table_->modes()); });
+          [this](const ModeCaptions& captions) { replay_->setCaptions(captions, table_->modes()); });
 }
 
 void ComparePage::wireEvaluation() {
@@ -132,9 +134,9 @@ void ComparePage::wireEvaluation() {
     updateState();
     emit evaluationEnded();
   };
-  connect(worker_, &CompareWorker::evaluated, this, [this, evaluationEnd](const QByteArray& json) {
-    evaluationJson_ = json;
-    charts_->setResult(QJsonDocument::fromJson(json).object());
+  connect(worker_, &CompareWorker::evaluated, this, [this, evaluationEnd](const expnet::ComparisonResult& result) {
+    evaluationJson_ = QByteArray::fromStdString(expnet::comparison_json(result));  // the export: as `expnet compare --json`
+    charts_->setResult(QJsonDocument::fromJson(evaluationJson_).object());
     datasetCentre_->setCurrentIndex(1);
     tabs_->setCurrentIndex(1);
     evaluationEnd(EvaluationState::Done,

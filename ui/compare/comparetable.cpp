@@ -2,6 +2,7 @@
 
 #include <QFileInfo>
 #include <QHeaderView>
+#include <QJsonDocument>
 #include <QLabel>
 #include <QPainter>
 
@@ -84,12 +85,14 @@ void CompareTable::ensureMode(const QString& mode) {
   for (int row = 0; row < rows_.size(); ++row) refreshRow(row);
 }
 
-void CompareTable::setEntry(const QJsonObject& entry, const QStringList& modes) {
-  const int row = rowOf(entry.value(QStringLiteral("image")).toString());
+void CompareTable::setEntry(const ComparedImage& compared) {
+  const int row = rowOf(compared.image);
   if (row < 0) return;
-  rows_[row].captions = entry.value(QStringLiteral("captions")).toObject();
+  rows_[row].captions.clear();
+  for (int m = 0; m < compared.modes.size() && size_t(m) < compared.captions.size(); ++m)
+    rows_[row].captions.insert(compared.modes[m], compared.captions[size_t(m)]);
   rows_[row].error.clear();
-  for (const auto& mode : modes) ensureMode(mode);
+  for (const auto& mode : compared.modes) ensureMode(mode);
   refreshRow(row);
   if (currentRow() == row) emit selectionChangedTo(selectedCaptions());
 }
@@ -144,15 +147,14 @@ void CompareTable::refreshRow(int row) {
     return;
   }
   for (int m = 0; m < modes_.size(); ++m) {
-    const QJsonObject caption = r.captions.value(modes_[m]).toObject();
     QString html;
-    if (!caption.isEmpty()) {
-      html = captionHtml(caption, 0, showDeleted_, theme);
-      if (!caption.contains(QStringLiteral("error")))
+    if (const auto found = r.captions.constFind(modes_[m]); found != r.captions.cend()) {
+      html = captionHtml(*found, 0, showDeleted_, theme);
+      if (found->error.empty())
         html += QStringLiteral("<br><span style=\"color:%1; font-size:small\">%2 steps · %3 ms</span>")
                     .arg(Theme::css(theme.mutedText()))
-                    .arg(caption.value(QStringLiteral("steps")).toInt())
-                    .arg(caption.value(QStringLiteral("decode_ms")).toDouble(), 0, 'f', 2);
+                    .arg(found->steps)
+                    .arg(found->decode_ms, 0, 'f', 2);
     }
     cellLabel(row, m + 1)->setText(html);
   }
@@ -170,15 +172,18 @@ void CompareTable::clearRows() {
   modes_.clear();
 }
 
-QJsonObject CompareTable::selectedCaptions() const {
+ModeCaptions CompareTable::selectedCaptions() const {
   const int row = currentRow();
-  return row >= 0 && row < rows_.size() ? rows_[row].captions : QJsonObject();
+  return row >= 0 && row < rows_.size() ? rows_[row].captions : ModeCaptions();
 }
 
 QJsonArray CompareTable::describeRows() const {
   QJsonArray out;
   for (const auto& r : rows_) {
-    QJsonObject row{{"image", r.image}, {"modes", r.captions}};
+    QJsonObject modes;
+    for (auto it = r.captions.cbegin(); it != r.captions.cend(); ++it)
+      modes.insert(it.key(), QJsonDocument::fromJson(QByteArray::fromStdString(expnet::mode_caption_json(*it))).object());
+    QJsonObject row{{"image", r.image}, {"modes", modes}};
     if (!r.error.isEmpty()) row.insert(QStringLiteral("error"), r.error);
     out.append(row);
   }

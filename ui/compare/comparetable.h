@@ -1,6 +1,6 @@
 // The Compare page's images: one row per image (thumbnail and file name), one
 // column per decoding mode with its caption (groups coloured), steps and
-// decode time. Rows hold the per_image entries of `expnet compare --json`;
+// decode time. Rows hold each mode's ModeCaption, as the worker compared them;
 // an image that could not be captioned shows its error on its own row.
 #pragma once
 
@@ -9,6 +9,9 @@
 #include <QJsonObject>
 #include <QStringList>
 #include <QTableWidget>
+
+#include "compare/compareworker.h"
+#include "compare/groupcaption.h"
 
 class QLabel;
 
@@ -20,9 +23,8 @@ class CompareTable : public QTableWidget {
   // New rows ("Queued" until their entry comes); images already listed are skipped.
   void addImages(const QStringList& images);
   void setThumbnail(const QString& image, const QImage& thumbnail);
-  // {image, captions: {MODE: {text, steps, decode_ms, groups?} or {error}}}.
-  // `modes`: their column order.
-  void setEntry(const QJsonObject& entry, const QStringList& modes);
+  // An image's captions by every mode (modes in their column order).
+  void setEntry(const ComparedImage& compared);
   // Every row of `images` still waiting gets `error` (the batch failed);
   // `permanent`: the input itself is unusable (missing file), never captioned again.
   void failImages(const QStringList& images, const QString& error, bool permanent = false);
@@ -33,19 +35,19 @@ class CompareTable : public QTableWidget {
 
   int rows() const { return static_cast<int>(rows_.size()); }
   bool hasImage(const QString& image) const;
-  // The selected row's captions ({MODE: caption}), empty when none.
-  QJsonObject selectedCaptions() const;
+  // The selected row's captions, empty when none.
+  ModeCaptions selectedCaptions() const;
   QStringList modes() const { return modes_; }
-  // [{image, modes: {MODE: caption}}] in row order (the screenshot's "rows").
+  // [{image, modes: {MODE: caption as `expnet compare --json` has it}}] in row order (the screenshot's "rows").
   QJsonArray describeRows() const;
 
  signals:
-  void selectionChangedTo(const QJsonObject& captions);
+  void selectionChangedTo(const ModeCaptions& captions);
 
  private:
   struct Row {
     QString image;
-    QJsonObject captions;
+    ModeCaptions captions;
     QString error;
     bool permanent = false;
   };

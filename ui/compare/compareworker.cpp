@@ -7,7 +7,6 @@
 
 #include <QFileInfo>
 #include <QImageReader>
-#include <QJsonDocument>
 
 #include <chrono>
 
@@ -27,7 +26,6 @@ QImage thumbnailOf(const QString& path) {
   return reader.read();
 }
 
-QJsonObject toJson(const std::string& text) { return QJsonDocument::fromJson(QByteArray::fromStdString(text)).object(); }
 }  // namespace
 
 void CompareWorker::loadSlot(const SlotRequest& request) {
@@ -89,11 +87,14 @@ void CompareWorker::compareImages(int batch, const QStringList& images, int beam
   for (const auto& image : images) request.images.push_back(localPathBytes(image));  // non-UTF-8 names keep their bytes
   request.cancelled = [this, batch] { return batch < firstLiveBatch_.load(); };
   request.captioned = [&](size_t index, const std::vector<expnet::ModeSummary>& modes) {
-    QStringList names;
-    for (const auto& mode : modes) names << QString::fromStdString(mode.name);
-    QJsonObject entry = toJson(expnet::comparison_image_json(modes, index, request.images[index]));
-    entry[QStringLiteral("image")] = images[static_cast<int>(index)];  // the row's own name (JSON's is escaped)
-    emit rowReady(batch, entry, names);
+    ComparedImage row;
+    row.image = images[static_cast<int>(index)];
+    for (const auto& mode : modes) {
+      if (index >= mode.captions.size()) continue;
+      row.modes << QString::fromStdString(mode.name);
+      row.captions.push_back(mode.captions[index]);
+    }
+    emit rowReady(batch, row);
   };
   try {
     const auto result = expnet::compare_decoding(*aic, pnaic, request);
@@ -125,7 +126,7 @@ void CompareWorker::evaluate(const EvaluationRequest& evaluation) {
     expnet::add_dataset_images(evaluation.dataset.toStdString(), evaluation.split.toStdString(),
                                static_cast<size_t>(std::max(0, evaluation.limit)), request);
     emit evaluationProgress(0, static_cast<int>(request.images.size()));
-    emit evaluated(QByteArray::fromStdString(expnet::comparison_json(expnet::compare_decoding(*aic, pnaic, request))));
+    emit evaluated(expnet::compare_decoding(*aic, pnaic, request));
   } catch (const expnet::ComparisonCancelled&) {
     emit evaluationCancelled();
   } catch (const std::exception& e) {

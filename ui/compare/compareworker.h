@@ -2,11 +2,11 @@
 // slot, comparing the page's images and evaluating on a dataset, all through
 // expnet::compare_decoding (the function `expnet compare` calls). The worker
 // lives in its own QThread; the page calls it through queued functors and
-// hears back through queued signals carrying `expnet compare --json` JSON.
+// hears back through queued signals carrying the engine's typed results.
 #pragma once
 
 #include <QImage>
-#include <QJsonObject>
+#include <QMetaType>
 #include <QObject>
 #include <QString>
 #include <QStringList>
@@ -24,6 +24,15 @@ struct SlotRequest {
   QString device = QStringLiteral("cpu");
   QString precision = QStringLiteral("fp32");  // the studio's (the Caption page's Model box)
 };
+
+// One image of the page's comparison: each mode's caption, in the comparison's mode order.
+struct ComparedImage {
+  QString image;  // as the page's row names it
+  QStringList modes;
+  std::vector<expnet::ModeCaption> captions;  // captions[m]: by modes[m]
+};
+Q_DECLARE_METATYPE(ComparedImage)
+Q_DECLARE_METATYPE(expnet::ComparisonResult)
 
 struct EvaluationRequest {
   QString dataset, split;
@@ -52,14 +61,11 @@ class CompareWorker : public QObject {
   void slotLoaded(int slot, const QString& file, int groups, double loadMs);
   void slotFailed(int slot, const QString& error);
   void thumbnailReady(const QString& image, const QImage& thumbnail);
-  // entry: one per_image entry of `expnet compare --json` ({image, captions});
-  // modes: the mode names in the comparison's order (JSON objects sort their keys).
-  void rowReady(int batch, const QJsonObject& entry, const QStringList& modes);
+  void rowReady(int batch, const ComparedImage& row);
   void batchFinished(int batch, const QStringList& modes);
   void batchFailed(int batch, const QString& error);
   void evaluationProgress(int done, int total);
-  // json: the whole object `expnet compare --json` prints, byte for byte.
-  void evaluated(const QByteArray& json);
+  void evaluated(const expnet::ComparisonResult& result);
   void evaluationFailed(const QString& error);
   void evaluationCancelled();
 

@@ -1,6 +1,5 @@
 #include "compare/groupcaption.h"
 
-#include <QJsonArray>
 #include <QStringList>
 
 #include "common/theme.h"
@@ -19,23 +18,22 @@ QString wordsHtml(const QStringList& words, qsizetype shown, qsizetype fresh) {
 }
 }  // namespace
 
-QString captionHtml(const QJsonObject& caption, int step, bool showDeleted, const Theme& theme) {
-  if (caption.contains(QStringLiteral("error")))
+QString captionHtml(const expnet::ModeCaption& caption, int step, bool showDeleted, const Theme& theme) {
+  if (!caption.error.empty())
     return QStringLiteral("<span style=\"color:%1\">%2</span>")
-        .arg(Theme::css(theme.errorText()), caption.value(QStringLiteral("error")).toString().toHtmlEscaped());
+        .arg(Theme::css(theme.errorText()), QString::fromStdString(caption.error).toHtmlEscaped());
   const bool whole = step <= 0;
-  const QJsonArray groups = caption.value(QStringLiteral("groups")).toArray();
-  if (groups.isEmpty()) {  // AIC: one word per step
-    const QStringList words = wordsOf(caption.value(QStringLiteral("text")).toString());
+  const auto& groups = caption.groups;
+  if (groups.empty()) {  // AIC: one word per step
+    const QStringList words = wordsOf(QString::fromStdString(caption.text));
     const qsizetype shown = whole ? words.size() : std::min<qsizetype>(step, words.size());
     return wordsHtml(words, shown, whole || step > words.size() ? 0 : 1);
   }
   // PNAIC: every unfinished group adds one word per step.
   QStringList parts;
-  for (int g = 0; g < groups.size(); ++g) {
-    const QJsonObject group = groups[g].toObject();
-    const QStringList words = wordsOf(group.value(QStringLiteral("text")).toString());
-    const bool deleted = group.value(QStringLiteral("end")).toString() == QStringLiteral("del");
+  for (int g = 0; g < int(groups.size()); ++g) {
+    const QStringList words = wordsOf(QString::fromStdString(caption.group_texts.at(size_t(g))));
+    const bool deleted = groups[size_t(g)].end == expnet::GroupEnd::del;
     // A group's DEL is decided at the step after its last word.
     const bool deletedYet = deleted && (whole || step > words.size());
     if (deletedYet && !showDeleted) continue;

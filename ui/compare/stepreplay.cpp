@@ -11,6 +11,18 @@
 #include "common/theme.h"
 #include "compare/groupcaption.h"
 
+namespace {
+// The same image's captions (the selection refreshed), as opposed to another image's.
+bool sameCaptions(const ModeCaptions& a, const ModeCaptions& b) {
+  if (a.keys() != b.keys()) return false;
+  for (auto it = a.cbegin(); it != a.cend(); ++it) {
+    const expnet::ModeCaption& other = b.value(it.key());
+    if (it->text != other.text || it->steps != other.steps || it->error != other.error) return false;
+  }
+  return true;
+}
+}  // namespace
+
 StepReplay::StepReplay(QWidget* parent)
     : QWidget(parent), play_(new QPushButton(QStringLiteral("Play"))), grid_(new QGridLayout) {
   play_->setObjectName(QStringLiteral("replayPlay"));
@@ -49,7 +61,7 @@ StepReplay::StepReplay(QWidget* parent)
 
 int StepReplay::steps() const {
   int most = 0;
-  for (const auto& mode : modes_) most = std::max(most, captions_.value(mode).toObject().value(QStringLiteral("steps")).toInt());
+  for (const auto& mode : modes_) most = std::max(most, captions_.value(mode).steps);
   return most;
 }
 
@@ -57,8 +69,8 @@ int StepReplay::step() const { return slider_->value(); }
 
 void StepReplay::setStep(int step) { slider_->setValue(std::clamp(step, 0, slider_->maximum())); }
 
-void StepReplay::setCaptions(const QJsonObject& captions, const QStringList& modes) {
-  const bool sameImage = captions == captions_;
+void StepReplay::setCaptions(const ModeCaptions& captions, const QStringList& modes) {
+  const bool sameImage = sameCaptions(captions, captions_);
   captions_ = captions;
   modes_.clear();
   for (const auto& mode : modes)
@@ -100,8 +112,8 @@ void StepReplay::refresh() {
   stepLabel_->setText(modes_.isEmpty() ? QStringLiteral("no image selected")
                                        : QStringLiteral("step %1 of %2").arg(step).arg(slider_->maximum()));
   for (int m = 0; m < modes_.size(); ++m) {
-    const QJsonObject caption = captions_.value(modes_[m]).toObject();
-    const int steps = caption.value(QStringLiteral("steps")).toInt();
+    const expnet::ModeCaption caption = captions_.value(modes_[m]);
+    const int steps = caption.steps;
     const QString state = step >= steps ? QStringLiteral("done in %1").arg(steps) : QStringLiteral("step %1").arg(step);
     lines_[m * 2]->setText(QStringLiteral("<b>%1</b> <span style=\"color:%2\">(%3)</span>")
                                .arg(modes_[m].toHtmlEscaped(), Theme::css(theme.mutedText()), state));
@@ -113,6 +125,6 @@ QJsonObject StepReplay::describe() const {
   QJsonObject modes;
   const Theme theme = Theme::current();
   for (const auto& mode : modes_)
-    modes.insert(mode, captionHtml(captions_.value(mode).toObject(), slider_->value(), showDeleted_, theme));
+    modes.insert(mode, captionHtml(captions_.value(mode), slider_->value(), showDeleted_, theme));
   return {{"step", slider_->value()}, {"steps", slider_->maximum()}, {"modes", modes}};
 }

@@ -8,6 +8,8 @@
 #include <QTimer>
 #include <QWidget>
 
+#include "compare/groupcaption.h"
+
 class QLabel;
 class QSlider;
 class QPushButton;
@@ -17,8 +19,8 @@ class StepReplay : public QWidget {
  public:
   explicit StepReplay(QWidget* parent = nullptr);
 
-  // The selected image's captions ({MODE: caption}); modes in column order.
-  void setCaptions(const QJsonObject& captions, const QStringList& modes);
+  // The selected image's captions; modes in column order.
+  void setCaptions(const ModeCaptions& captions, const QStringList& modes);
   void setShowDeleted(bool show);
   void setStep(int step);
   int step() const;
@@ -30,7 +32,7 @@ class StepReplay : public QWidget {
   void togglePlay();
   void refresh();
 
-  QJsonObject captions_;
+  ModeCaptions captions_;
   QStringList modes_;
   bool showDeleted_ = false;
   QPushButton* play_;

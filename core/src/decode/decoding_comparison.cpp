@@ -71,8 +71,8 @@ void score(const ComparisonRequest& request, ModeSummary& mode) {
 ModeCaption caption_image(Captioner& captioner, const DecodingOptions& options, const std::string& image, bool timed) {
   // Timed: the second decode is kept, the model warm in the caches again after
   // the other modes' decodes of this image.
-  if (timed) captioner.caption_files({image}, options);
-  auto item = std::move(captioner.caption_files({image}, options).front());
+  if (timed) captioner.caption_file(image, options);
+  const CaptionedImage item = captioner.caption_file(image, options);
   ModeCaption caption;
   caption.error = item.error;
   if (!item.error.empty()) return caption;
@@ -187,28 +187,28 @@ void add_dataset_images(const std::string& dataset_path, const std::string& spli
 }
 
 namespace {
+nlohmann::json caption_entry(const ModeCaption& c) {
+  if (!c.error.empty()) return {{"error", json_safe(c.error)}};
+  nlohmann::json entry = {{"text", c.text}, {"steps", c.steps}, {"decode_ms", c.decode_ms}};
+  if (!c.groups.empty()) {  // PNAIC
+    entry["groups"] = nlohmann::json::array();
+    for (size_t g = 0; g < c.groups.size(); ++g)
+      entry["groups"].push_back(
+          {{"text", c.group_texts[g]}, {"tokens", c.groups[g].tokens}, {"end", to_string(c.groups[g].end)}});
+  }
+  return entry;
+}
+
 nlohmann::json image_entry(const std::vector<ModeSummary>& modes, size_t index, const std::string& image) {
   nlohmann::json captions = nlohmann::json::object();
-  for (const auto& mode : modes) {
-    if (index >= mode.captions.size()) continue;
-    const auto& c = mode.captions[index];
-    if (!c.error.empty()) {
-      captions[mode.name] = {{"error", json_safe(c.error)}};
-      continue;
-    }
-    nlohmann::json entry = {{"text", c.text}, {"steps", c.steps}, {"decode_ms", c.decode_ms}};
-    if (mode.groups > 0) {
-      entry["groups"] = nlohmann::json::array();
-      for (size_t g = 0; g < c.groups.size(); ++g)
-        entry["groups"].push_back(
-            {{"text", c.group_texts[g]}, {"tokens", c.groups[g].tokens}, {"end", to_string(c.groups[g].end)}});
-    }
-    captions[mode.name] = std::move(entry);
-  }
+  for (const auto& mode : modes)
+    if (index < mode.captions.size()) captions[mode.name] = caption_entry(mode.captions[index]);
   // File names (and errors quoting them) need not be UTF-8, which JSON must be.
   return {{"image", json_safe(image)}, {"captions", std::move(captions)}};
 }
 }  // namespace
+
+std::string mode_caption_json(const ModeCaption& caption) { return caption_entry(caption).dump(); }
 
 std::string comparison_image_json(const std::vector<ModeSummary>& modes, size_t index, const std::string& image) {
   return image_entry(modes, index, image).dump();

@@ -116,6 +116,8 @@ void add_dataset_images(const std::string& dataset, const std::string& split, si
 // checkpoint, groups, beam, steps_mean, decode_ms_per_image, speedup, scores?}],
 // per_image: [{image, captions: {MODE: {text, steps, decode_ms, groups?} or {error}}}]}.
 std::string comparison_json(const ComparisonResult& result);
+// One mode's caption of an image as that JSON has it: {text, steps, decode_ms, groups?} or {error}.
+std::string mode_caption_json(const ModeCaption& caption);
 // One per_image entry of that JSON: image `index` (its path `image`) by every mode.
 std::string comparison_image_json(const std::vector<ModeSummary>& modes, size_t index, const std::string& image);
 
