@@ -380,6 +380,26 @@ class TestLayout : public QObject {
                                            "; name them in docs/architecture.md (The tree)"));
   }
 
+  // The studio's tests mirror its sources: each folder of ui/ has its tests in
+  // tests/ui/<the same name>/, and tests/ui holds no folder that ui/ lacks.
+  void studioTestsMirrorTheirPages() {
+    std::set<std::string> pages, tested;
+    for (const auto& entry : fs::directory_iterator(kRoot / "ui"))
+      if (entry.is_directory()) pages.insert(entry.path().filename().string());
+    for (const auto& entry : fs::directory_iterator(kRoot / "tests/ui"))
+      if (entry.is_directory()) tested.insert(entry.path().filename().string());
+    QCOMPARE(QString::fromStdString([&] {
+               std::string names;
+               for (const auto& name : tested) names += name + " ";
+               return names;
+             }()),
+             QString::fromStdString([&] {
+               std::string names;
+               for (const auto& name : pages) names += name + " ";
+               return names;
+             }()));
+  }
+
   // The CPU kernels are private to core/src: a public header naming kernels/, even in
   // a comment, sends readers (or an #include) to files outside the API.
   void publicHeadersNameNoKernels() {

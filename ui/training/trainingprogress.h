@@ -1,7 +1,7 @@
 // Where a training run stands, from what the Training page knows of it: the
 // run's status and config, its step and validation rows in the run store and,
 // for the trainer the page started, its live progress bar. Pure arithmetic
-// (no widgets), so it is tested on its own (tests/studiounits).
+// (no widgets), so it is tested on its own (tests/ui/common).
 #pragma once
 
 #include <QJsonArray>

@@ -66,7 +66,7 @@ class TestTrainingPage : public QObject {
   QString runDir_;  // the run the first test leaves finished, reused by the later ones
 
  private slots:
-  void initTestCase() { QVERIFY2(!tinyConfig().isEmpty(), "tests/trainpage/tiny_page.json is missing"); }
+  void initTestCase() { QVERIFY2(!tinyConfig().isEmpty(), "tests/ui/training/tiny_page.json is missing"); }
 
   void progressLineOfTheTrainerParses() {
     TrainProgressLine line;

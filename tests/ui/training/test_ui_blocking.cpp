@@ -4,7 +4,7 @@
 // the Datasets page indexes 5,000 rows, scrolls through them and evaluates, and
 // while the Runs page lists and overlays 50 runs of 10,000 steps. Work left on the UI thread shows up as gaps of
 // seconds; the bound here is gross (500 ms). The finer figure comes from
-// `bench_ui_gaps` (tests/trainpage/bench_ui_gaps.cpp), not from this test.
+// `bench_ui_gaps` (tests/ui/training/bench_ui_gaps.cpp), not from this test.
 #include <QtTest>
 
 #include "support/fixtures.h"
