@@ -78,7 +78,9 @@ done
 "$STUDIO" --screenshot "$OUT/runs.png" --page runs --select shapes-demo-lr0.001,shapes-demo-lr0.0003
 echo "wrote $OUT/runs.png"
 
-# --- Training page: its screenshot command goes here (Training page helper). ---
-# "$STUDIO" --screenshot "$OUT/training.png" --page training --run RUN_DIR
-# echo "wrote $OUT/training.png"
-# --- end Training page ---
+# Training page: a real run of docs/screenshots/training-demo.json opened (README), its curves
+# (loss raw and smoothed, learning rate, validation CIDEr-D and BLEU-4, throughput) and its
+# last sample captions.
+"$EXPNET" train --config docs/screenshots/training-demo.json --out "$SETTINGS/tp_demo" --no-progress >/dev/null
+"$STUDIO" --screenshot "$OUT/training.png" --page training --run "$SETTINGS/tp_demo"
+echo "wrote $OUT/training.png"
