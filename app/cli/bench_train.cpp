@@ -17,7 +17,7 @@ namespace expnet::cli {
 namespace {
 
 struct Options {
-  std::string model, data;
+  std::string model, data, precision = "auto";
   int64_t batch = 32, steps = 10, warmup = 3, images = 300;
   int workers = 2;
   bool json = false;
@@ -42,6 +42,7 @@ void run(const RuntimeOptions& runtime, const Options& o) {
   b.steps = o.steps;
   b.warmup = o.warmup;
   b.workers = o.workers;
+  b.precision = o.precision == "fp32" ? TrainPrecision::fp32 : o.precision == "bf16" ? TrainPrecision::bf16 : TrainPrecision::automatic;
   const auto r = bench_training(b);
   const nlohmann::json phases = {{"step", r.step_ms},         {"data", r.data_ms},        {"backbone_fwd", r.backbone_fwd_ms},
                                  {"encdec_fwd", r.encdec_fwd_ms}, {"loss", r.loss_ms}, {"backward", r.backward_ms},
@@ -49,7 +50,7 @@ void run(const RuntimeOptions& runtime, const Options& o) {
   if (o.json) {
     std::cout << nlohmann::json{{"model", o.model.empty() ? "shapes-demo" : o.model}, {"parameters", r.parameters},
                                 {"batch", r.batch}, {"steps", r.steps}, {"warmup", o.warmup}, {"threads", torch_threads()},
-                                {"device", b.device}, {"images_per_s", r.images_per_s}, {"cpu_ms_per_step", r.cpu_ms},
+                                {"device", b.device}, {"precision", r.precision}, {"images_per_s", r.images_per_s}, {"cpu_ms_per_step", r.cpu_ms},
                                 {"images_per_cpu_s", r.images_per_cpu_s}, {"load_average", load_average()},
                                 {"omp_wait_policy", std::getenv("OMP_WAIT_POLICY") ? std::getenv("OMP_WAIT_POLICY") : "default"},
                                 {"median_ms", phases}}
@@ -58,7 +59,8 @@ void run(const RuntimeOptions& runtime, const Options& o) {
     return;
   }
   std::cout << "XE training, " << (o.model.empty() ? "shapes-demo" : o.model) << " model (" << r.parameters
-            << " parameters), batch " << r.batch << ", " << b.device << ", " << torch_threads() << " threads, median of " << r.steps
+            << " parameters), batch " << r.batch << ", " << b.device << ", " << r.precision << ", " << torch_threads()
+            << " threads, median of " << r.steps
             << " steps:\n  " << r.images_per_s << " images/s (" << r.step_ms << " ms per step; CPU " << r.cpu_ms
             << " ms, " << r.images_per_cpu_s << " images per CPU-second)\n  load average " << load_average() << "\n";
   for (const auto& [name, value] : phases.items())
@@ -77,6 +79,8 @@ const bool registered = register_command({"bench train", 205, [](CLI::App& root)
   command->add_option("--steps", o->steps, "Timed steps (default 10)");
   command->add_option("--warmup", o->warmup, "Untimed steps first (default 3)");
   command->add_option("--workers", o->workers, "Image decoding threads of the loader (default 2)");
+  command->add_option("--precision", o->precision, "fp32, bf16 or auto (default: bf16 where the CPU or GPU has it)")
+      ->check(CLI::IsMember({"fp32", "bf16", "auto"}));
   command->add_flag("--json", o->json, "One compact JSON object on stdout");
   command->callback([runtime, o] { run(*runtime, *o); });
 }});

@@ -52,7 +52,7 @@ const ForwardedOption kForwarded[] = {
      "else start it (what a worker that torchrun restarts needs)"},
     {"--no-progress", nullptr, &Options::no_progress, "No progress bar on stderr"},
     {"--json", nullptr, &Options::json, "Print the outcome as one compact JSON object"},
-    {"--autocast", nullptr, &Options::autocast, "Mixed precision (float16 autocast + loss scaling); CUDA devices only"},
+    {"--autocast", nullptr, &Options::autocast, "Mixed precision (float16 autocast + loss scaling); CUDA devices only (bfloat16 anywhere: \"precision\": \"bf16\" in the config)"},
 };
 
 // --nproc N: the same command N times as ranks 0..N-1 on loopback (1 thread each

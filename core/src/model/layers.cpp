@@ -110,7 +110,11 @@ LayerNormImpl::LayerNormImpl(int64_t dim_, double eps_) : dim(dim_), eps(eps_) {
   bias = register_parameter("bias", torch::zeros({dim}));
 }
 
-torch::Tensor LayerNormImpl::forward(const torch::Tensor& x) { return torch::layer_norm(x, {dim}, weight, bias, eps); }
+// Under bf16 autocast the input is bfloat16 and the weights float32: the statistics are taken in float32.
+torch::Tensor LayerNormImpl::forward(const torch::Tensor& x) {
+  const bool mixed = x.scalar_type() != weight.scalar_type() && weight.scalar_type() == torch::kFloat;
+  return torch::layer_norm(mixed ? x.to(torch::kFloat) : x, {dim}, weight, bias, eps);
+}
 
 EmbeddingImpl::EmbeddingImpl(int64_t count, int64_t dim) {
   weight = register_parameter("weight", torch::empty({count, dim}));

@@ -23,6 +23,7 @@
 #include "expnet/train/train_steps.h"
 #include "expnet/system/statistics.h"
 #include "expnet/system/system.h"
+#include "train/autocast_scope.h"
 
 namespace fs = std::filesystem;
 
@@ -78,6 +79,8 @@ TrainBenchResult bench_training(const TrainBenchOptions& o) {
   RAdam optimizer(params, RAdamOptions(1e-4));
 
   TrainBenchResult r;
+  const AutocastMode autocast = training_autocast(false, o.precision, device);
+  r.precision = autocast_name(autocast);
   for (const auto& p : params) r.parameters += p.numel();
   r.batch = o.batch;
   r.steps = o.steps;
@@ -99,10 +102,15 @@ TrainBenchResult bench_training(const TrainBenchOptions& o) {
     Batch batch = loader.next();
     const auto images = images_to_model_input(batch.images, static_cast<int>(mc.swin_img_size)).to(device);
     const auto t1 = now();
-    const auto feats = model->backbone(images);
-    const auto t2 = now();
-    const auto loss = xe_step(*model, feats, batch, xe).loss;  // sets t3 between forward and loss
-    const auto t4 = now();
+    torch::Tensor loss;
+    clock::time_point t2, t4;
+    {
+      AutocastScope scope(autocast);  // as the trainer's forward pass
+      const auto feats = model->backbone(images);
+      t2 = now();
+      loss = xe_step(*model, feats, batch, xe).loss;  // sets t3 between forward and loss
+      t4 = now();
+    }
     loss.backward();
     const auto t5 = now();
     torch::nn::utils::clip_grad_norm_(params, 1.0);

@@ -35,6 +35,11 @@ const Names<FeatureCacheMode>& feature_cache_modes() {
   static const Names<FeatureCacheMode> names = {{FeatureCacheMode::disk, "disk"}, {FeatureCacheMode::off, "off"}};
   return names;
 }
+const Names<TrainPrecision>& train_precisions() {
+  static const Names<TrainPrecision> names = {
+      {TrainPrecision::fp32, "fp32"}, {TrainPrecision::bf16, "bf16"}, {TrainPrecision::automatic, "auto"}};
+  return names;
+}
 const Names<LrScheduleKind>& schedules() {
   static const Names<LrScheduleKind> names = [] {
     Names<LrScheduleKind> out;
@@ -316,6 +321,9 @@ const std::vector<Field<TrainConfig>>& train_fields() {
       plain("workers", &C::workers, "Image decoding threads of the loader"),
       choice("feature_cache", &C::feature_cache, feature_cache_modes(),
              "Frozen-backbone stages: disk (features extracted once, float16 file) or off (backbone per batch)"),
+      choice("precision", &C::precision, train_precisions(),
+             "Matrix products: fp32, bf16 (autocast, float32 master weights, optimizer state and loss) or auto "
+             "(bf16 where the CPU or GPU has it)"),
       decoding_field(),
       // PNAIC runs (docs/training.md, "PNAIC")
       plain("teacher", &C::teacher,

@@ -134,6 +134,7 @@ class Trainer {
   TrainProgress progress_;
   std::unique_ptr<StageFeatures> features_;  // frozen stages with the disk cache
   bool interrupted_ = false;
+  AutocastMode autocast_ = AutocastMode::off;  // --autocast (float16) or the config's bf16
   std::unique_ptr<ProcessGroup> group_;  // distributed runs only
   std::unique_ptr<PnaicRun> pnaic_;      // PNAIC runs only; the teacher is released once the student is built
 };
@@ -368,14 +369,14 @@ StepFigures Trainer::optimizer_step(StageRun& run) {
 torch::Tensor Trainer::batch_loss(StageRun& run, const Batch& batch) {
   if (run.stage.objective == Objective::scst) {
     if (batch.size() == 0) return {};
-    AutocastScope autocast(options_.autocast);
+    AutocastScope autocast(autocast_);
     const auto features = batch_features(run.stage, batch);
     // Gradients are summed over ranks: each contributes its mean / N.
     return scst_step(*model_, features, batch, data_.reward_rows, *data_.reward, run.scst).loss / static_cast<double>(world());
   }
   XeStepResult xe;
   if (batch.size() > 0 && run.stage.objective == Objective::pnaic) {
-    AutocastScope autocast(options_.autocast);
+    AutocastScope autocast(autocast_);
     // Curriculum step m and the divisions' draws: functions of (seed, stage,
     // iteration) and each caption's image, so --resume draws the same groups.
     run.pnaic.step = progress_.iteration;
@@ -383,7 +384,7 @@ torch::Tensor Trainer::batch_loss(StageRun& run, const Batch& batch) {
                           static_cast<uint64_t>(progress_.iteration) * 7919ULL;
     xe = pnaic_xe_step(*model_, batch_features(run.stage, batch), batch, run.pnaic);
   } else if (batch.size() > 0) {
-    AutocastScope autocast(options_.autocast);
+    AutocastScope autocast(autocast_);
     xe = xe_step(*model_, batch_features(run.stage, batch), batch, run.xe);
   }
   if (!group_) return xe.loss;
@@ -515,10 +516,7 @@ void Trainer::save_checkpoint_now(bool best) {
 TrainOutcome Trainer::run() {
   if (options_.out_dir.empty()) throw std::runtime_error("expnet train: --out DIR is required for a run folder");
   device_ = torch::Device(options_.device);
-  if (options_.autocast && !device_.is_cuda())
-    throw std::runtime_error("--autocast needs a CUDA device (--device cuda on a CUDA build of LibTorch): mixed precision "
-                             "here is float16 autocast with loss scaling, which LibTorch 1.13 only provides on CUDA; "
-                             "train without --autocast on the CPU");
+  autocast_ = training_autocast(options_.autocast, config_.precision, device_);
   make_run_folder(options_.out_dir);
   join_process_group();
   if (rank0()) folder_lock_ = std::make_unique<RunFolderLock>(options_.out_dir, config_.name);

@@ -7,6 +7,8 @@
 #include <cstdint>
 #include <string>
 
+#include "expnet/train/train_config.h"
+
 namespace expnet {
 
 struct TrainBenchOptions {
@@ -19,10 +21,12 @@ struct TrainBenchOptions {
   uint64_t seed = 1;
   std::string device = "cpu";    // "cuda" or "cuda:N" trains there (each phase waits for the device before it is timed)
   double dropout = 0.1, drop_path = 0.0;
+  TrainPrecision precision = TrainPrecision::automatic;  // as a config's "precision"
 };
 
 struct TrainBenchResult {
   int64_t parameters = 0, batch = 0, steps = 0;
+  std::string precision;  // what ran: fp32 or bf16
   double images_per_s = 0;       // batch / median step time
   // Process CPU time per step (all threads): on a loaded machine wall time
   // stretches, this does not (with 1 thread: images per CPU-second).

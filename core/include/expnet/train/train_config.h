@@ -24,6 +24,10 @@ enum class BatchUnit { caption, image };
 // (float16, memory-mapped, expnet/data/feature_cache.h); off = the frozen
 // backbone runs on every batch (benchmarks, tests).
 enum class FeatureCacheMode { disk, off };
+// Training's matrix products: fp32, or bf16 under autocast (float32 accumulation,
+// master weights, optimizer state, loss and LayerNorm statistics); automatic = bf16
+// where the CPU (AVX512_BF16/AMX) or GPU has it, else fp32 (docs/training.md, "Precision").
+enum class TrainPrecision { fp32, bf16, automatic };
 
 // The names the JSON uses ("xe", "caption", "disk"...); to_string(LrScheduleKind)
 // is in lr_schedule.h.
@@ -70,6 +74,7 @@ struct TrainConfig {
   int64_t checkpoint_every = 0;   // optimizer steps; 0 = end of each epoch only
   int workers = 2;
   FeatureCacheMode feature_cache = FeatureCacheMode::disk;
+  TrainPrecision precision = TrainPrecision::fp32;
   // Weights to start from instead of the seeded initialisation (a checkpoint of
   // the same model and vocabulary, e.g. an XE run's best.pth); empty = none.
   std::string init_checkpoint;
