@@ -10,3 +10,6 @@
 // to the average and its output repeats the average so far (NaN before the
 // first finite value). weight 0 returns the finite values unchanged.
 QVector<double> smoothCurve(const QVector<double>& values, double weight);
+// The same, started afresh wherever `stages` (one per value) changes: an XE loss
+// and the SCST loss after it are different quantities, not one line to average.
+QVector<double> smoothCurve(const QVector<double>& values, double weight, const QVector<qint64>& stages);

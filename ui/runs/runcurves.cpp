@@ -257,6 +257,8 @@ void RunCurves::fillRun(Run& run) {
   const std::vector<double>& x = at.steps;
   QVector<double> lossX, loss, stepX, lr, speed;
   for (auto* v : {&lossX, &loss, &stepX, &lr, &speed}) v->reserve(int(steps.size()));
+  run.lossStages.clear();
+  run.stepStages.clear();
   for (size_t i = 0; i < steps.size(); ++i) {
     if (!std::isfinite(x[i])) continue;
     const auto& s = steps[i];
@@ -264,7 +266,9 @@ void RunCurves::fillRun(Run& run) {
     if (!s.skipped && std::isfinite(s.loss)) {
       lossX << x[i];
       loss << s.loss;
+      run.lossStages << s.stage;
     }
+    run.stepStages << s.stage;
     stepX << x[i];
     lr << s.lr;
     speed << s.images_per_s;
@@ -293,7 +297,8 @@ void RunCurves::fillSmoothed(Run& run) {
       keys << it->key;
       values << it->value;
     }
-    run.graphs.value(smoothedName(m.id))->setData(keys, smoothCurve(values, smoothing_), true);
+    run.graphs.value(smoothedName(m.id))->setData(
+        keys, smoothCurve(values, smoothing_, m.id == QLatin1String("loss") ? run.lossStages : run.stepStages), true);
   }
 }
 

@@ -104,6 +104,7 @@ class RunCurves : public QWidget {
     RunSeriesInput input;
     QHash<QString, QCPGraph*> graphs;  // by metric; smoothed lines as "<metric>_smoothed"
     bool hasWallTime = false;
+    QVector<qint64> lossStages, stepStages;  // each point's stage: smoothing starts afresh at a stage change
   };
 
   QCustomPlot* makePlot(const QString& metric, const QString& title, const QString& yLabel);

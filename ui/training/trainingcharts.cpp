@@ -114,15 +114,17 @@ void TrainingCharts::setData(const QString& runKey, const std::vector<expnet::St
   validationCount_ = validations.size();
   lastStep_ = lastStep;
   QVector<double> x, loss, lr, speed;
+  QVector<qint64> stages;  // the smoothed loss starts afresh at each stage
   x.reserve(int(steps.size()));
   for (const auto& s : steps) {
+    stages << s.stage;
     x << double(s.step);
     loss << (s.skipped ? std::nan("") : s.loss);
     lr << s.lr;
     speed << s.images_per_s;
   }
   graphs_[QStringLiteral("loss")]->setData(x, loss, true);
-  graphs_[QStringLiteral("loss_smoothed")]->setData(x, smoothCurve(loss, 0.9), true);
+  graphs_[QStringLiteral("loss_smoothed")]->setData(x, smoothCurve(loss, 0.9, stages), true);
   graphs_[QStringLiteral("lr")]->setData(x, lr, true);
   graphs_[QStringLiteral("images_per_s")]->setData(x, speed, true);
   QVector<double> epoch, cider, bleu4;

@@ -236,6 +236,7 @@ CaptionedImage Captioner::caption_file(const std::string& path, const DecodingOp
                                       const std::function<void(const cv::Mat& rgb)>& on_loaded,
                                       const ImageLoadOptions& image_options, DecoderKind kind) {
   const DecodingOptions options = complete(requested);
+  options.validate();  // what a caller (the studio's form) asks for is checked here, once for all callers
   torch::NoGradGuard no_grad;
   CaptionedImage item;
   item.image = path;

@@ -148,6 +148,11 @@ class TestRunCurves : public QObject {
     QVERIFY(std::isnan(leading[0]) && std::isnan(leading[1]));
     QVERIFY(near(leading[2], 2.0));
     QVERIFY(smoothCurve({}, 0.6).isEmpty());
+    // A new stage (XE -> SCST) starts the average afresh: its first value is itself, not pulled by XE's.
+    const QVector<double> staged = smoothCurve({10, 20, -1, -3}, 0.5, {0, 0, 1, 1});
+    QVERIFY(near(staged[1], 20.0 * 0.5 / 0.75 + 10.0 * 0.25 / 0.75));  // (0.25*10 + 0.5*20) / 0.75
+    QVERIFY(near(staged[2], -1.0));
+    QVERIFY(near(staged[3], (0.25 * -1 + 0.5 * -3) / 0.75));
   }
 
   void pointsEqualTheRecords() {
