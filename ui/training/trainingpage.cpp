@@ -170,6 +170,7 @@ QWidget* TrainingPage::buildMonitor() {
   progressBar_->setVisible(false);  // until there is a run to follow
   progressLabel_ = new QLabel;
   progressLabel_->setObjectName(QStringLiteral("progressText"));
+  progressLabel_->setWordWrap(true);  // "stage … · epoch … · ETA …" in lines, never wider than the page
   progressRow->addWidget(progressBar_);
   progressRow->addWidget(progressLabel_, 1);
   layout->addLayout(progressRow);

@@ -358,11 +358,15 @@ class TestTrainingPage : public QObject {
   void studioScreenshotOfARun() {
     if (runDir_.isEmpty()) QSKIP("needs the run of startPlotStopCheckpointResume");
     const QString png = expnet_test::makeTempDir(QStringLiteral("trainpage_shot")) + "/training.png";
-    const auto r = expnet_test::runStudioScreenshot(png, {"--page", "training", "--run", runDir_, "--threads", "1"});
+    const auto r = expnet_test::runStudioScreenshot(
+        png, {"--page", "training", "--run", runDir_, "--threads", "1", "--size", "1024x640"});
     QVERIFY2(r.finished && r.exitCode == 0, r.err.constData());
     QJsonObject d;
     expnet_test::readScreenshotDescription(png, &d);
     if (QTest::currentTestFailed()) return;
+    // A run shown (its title, progress line, charts) still fits a 1024-pixel screen: no sideways scrolling.
+    QVERIFY2(d.value("page_least_width").toInt() <= d.value("page_shown_width").toInt(),
+             qPrintable(QStringLiteral("%1 > %2").arg(d.value("page_least_width").toInt()).arg(d.value("page_shown_width").toInt())));
     const QJsonObject content = d.value("content").toObject();
     QCOMPARE(content.value("run").toString(), QString("tiny-page"));
     QCOMPARE(content.value("step_rows").toInt(), 14);
