@@ -103,7 +103,6 @@ void RunsPage::setUpTable() {
                                     "name, tags or notes to edit them"));
   connect(table_->selectionModel(), &QItemSelectionModel::selectionChanged, this, &RunsPage::onSelectionChanged);
   connect(table_->selectionModel(), &QItemSelectionModel::currentRowChanged, this, &RunsPage::updateCurrent);
-  connect(table_->selectionModel(), &QItemSelectionModel::selectionChanged, this, &RunsPage::updateCurrent);  // the exports' runs
 }
 
 // An edit in the table is an action; the actions' Rename opens the editor, their end refreshes.

@@ -246,6 +246,7 @@ class TestRunsPage : public QObject {
     // Two runs selected: a folder each under the one chosen, which --logdir overlays.
     page.selectRuns({"alpha", "beta"});
     QTRY_COMPARE(page.describe().value("selected").toArray().size(), 2);
+    QCoreApplication::processEvents();  // the selection reaches the actions in the page's next pass
     const QString both = dir_ + "/tb/both";
     page.actions()->exportTensorBoard(both);
     QVERIFY(done.wait(10000));
