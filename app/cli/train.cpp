@@ -31,7 +31,7 @@ struct Options {
   std::string resume;  // "": a new run; "exact" (a bare --resume); "auto"
   bool no_progress = false, json = false, print_config = false, autocast = false;
   int nproc = 0;
-  double dist_timeout = 300;
+  double dist_timeout = 0;  // 0: not given (the config's dist_timeout)
 };
 
 // The options a rank started by --nproc gets again, with a value (`text`) or as a
@@ -59,8 +59,8 @@ const ForwardedOption kForwarded[] = {
 // unless --threads says otherwise); the children see torchrun's variables.
 void launch(const RuntimeOptions& runtime, const Options& o, const std::string& out_dir) {
   if (std::getenv("WORLD_SIZE")) throw std::runtime_error("expnet train --nproc: WORLD_SIZE is already set (launched by torchrun?); drop --nproc");
-  std::vector<std::string> args{"train", "--out", out_dir, "--threads", std::to_string(runtime.threads > 0 ? runtime.threads : 1),
-                                "--dist-timeout", std::to_string(o.dist_timeout)};
+  std::vector<std::string> args{"train", "--out", out_dir, "--threads", std::to_string(runtime.threads > 0 ? runtime.threads : 1)};
+  if (o.dist_timeout > 0) args.insert(args.end(), {"--dist-timeout", std::to_string(o.dist_timeout)});
   for (const auto& option : kForwarded) {
     if (option.text && !(o.*option.text).empty()) args.insert(args.end(), {option.name, o.*option.text});
     if (option.flag && o.*option.flag) args.emplace_back(option.name);
@@ -95,7 +95,8 @@ void remote_launch(const RuntimeOptions& runtime, const Options& o) {
     name = train_preset(o.preset).name;
   }
   const std::string out = o.out.empty() ? "runs/" + name : o.out;
-  request.argv = {"train", "--out", out, "--no-progress", "--dist-timeout", std::to_string(o.dist_timeout)};
+  request.argv = {"train", "--out", out, "--no-progress"};
+  if (o.dist_timeout > 0) request.argv.insert(request.argv.end(), {"--dist-timeout", std::to_string(o.dist_timeout)});
   for (const auto& option : kForwarded) {
     if (option.text && !(o.*option.text).empty())
       request.argv.insert(request.argv.end(),
@@ -215,7 +216,6 @@ void run(const RuntimeOptions& runtime, const Options& o) {
   }
   TrainOptions t;
   t.out_dir = o.out.empty() ? ensure_dir(data_dir() + "/runs") + "/" + config.name : o.out;
-  if (o.dist_timeout <= 0) throw std::runtime_error("--dist-timeout must be positive (seconds)");
   if (o.nproc > 0) return launch(runtime, o, t.out_dir);
   t.dist_timeout_s = o.dist_timeout;
   t.autocast = o.autocast;
@@ -259,7 +259,8 @@ const bool registered = register_command({"train", 55, [](CLI::App& root) {
                 "it runs. --out and dataset paths are the host's (relative: to its work folder)");
   c->add_option("--nproc", o->nproc, "Data-parallel training in N local processes (Gloo on loopback, 1 thread each by default)")
       ->check(CLI::Range(1, 256));
-  c->add_option("--dist-timeout", o->dist_timeout, "Distributed: seconds a rank waits for the others before failing (default 300)");
+  c->add_option("--dist-timeout", o->dist_timeout, "Distributed: seconds a rank waits for the others before failing (default: the config's dist_timeout, 300)")
+      ->check(CLI::PositiveNumber);
   c->callback([c, runtime, o] {
     if (c->count("--resume") > 0 && o->resume.empty()) o->resume = "exact";  // a bare --resume
     run(*runtime, *o);

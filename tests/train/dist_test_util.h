@@ -21,7 +21,8 @@ namespace {
 const QString kConfig = QStringLiteral(EXPNET_TRAIN_TEST_DIR "/dist_train.json");
 
 // dist_train.json with some stage-0 keys changed, written into `dir`.
-inline QString config_with(const QString& dir, const QJsonObject& stage_changes, int max_batches = -1, int checkpoint_every = -1) {
+inline QString config_with(const QString& dir, const QJsonObject& stage_changes, int max_batches = -1, int checkpoint_every = -1,
+                           const QJsonObject& root_changes = {}) {
   QFile in(kConfig);
   in.open(QIODevice::ReadOnly);
   QJsonObject root = QJsonDocument::fromJson(in.readAll()).object();
@@ -32,6 +33,7 @@ inline QString config_with(const QString& dir, const QJsonObject& stage_changes,
   stages[0] = stage;
   root["stages"] = stages;
   if (checkpoint_every >= 0) root["checkpoint_every"] = checkpoint_every;
+  for (auto it = root_changes.begin(); it != root_changes.end(); ++it) root[it.key()] = it.value();
   const QString path = dir + "/config.json";
   QFile out(path);
   out.open(QIODevice::WriteOnly);
@@ -72,6 +74,7 @@ inline double max_abs_difference(const QString& a, const QString& b) {
 
 using expnet_test::latest_step;
 
+// timeout_s 0: no --dist-timeout (the config's dist_timeout holds).
 inline void start_rank(QProcess& p, int rank, int port, const QString& config, const QString& out, int timeout_s) {
   QProcessEnvironment env = QProcessEnvironment::systemEnvironment();
   env.insert("RANK", QString::number(rank));
@@ -80,8 +83,9 @@ inline void start_rank(QProcess& p, int rank, int port, const QString& config, c
   env.insert("MASTER_ADDR", "127.0.0.1");
   env.insert("MASTER_PORT", QString::number(port));
   p.setProcessEnvironment(env);
-  p.start(expnet_test::cliPath(), {"train", "--config", config, "--out", out, "--threads", "1", "--no-progress",
-                                   "--dist-timeout", QString::number(timeout_s)});
+  QStringList args{"train", "--config", config, "--out", out, "--threads", "1", "--no-progress"};
+  if (timeout_s > 0) args << "--dist-timeout" << QString::number(timeout_s);
+  p.start(expnet_test::cliPath(), args);
 }
 
 }  // namespace

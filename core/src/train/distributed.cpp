@@ -180,7 +180,7 @@ struct ProcessGroup::Impl {
     } catch (const std::exception& e) {
       throw DistributedPeerLost("distributed rank " + std::to_string(rank) + " (host " + distributed_host_name() +
                                 "): " + what + " failed; another rank died, its host was lost or did not answer within " +
-                                std::to_string(timeout.count() / 1000) + " s (--dist-timeout). " + e.what());
+                                std::to_string(timeout.count() / 1000) + " s (dist_timeout in the config, or --dist-timeout). " + e.what());
     }
   }
 };

@@ -195,6 +195,9 @@ void check_config(const TrainConfig& c, const std::string& source) {
   within("validation_images", c.validation_images, 0, int64_t{1} << 31);
   within("distillation_beam", c.distillation_beam, 1, kMaxBeamSize);
   within("workers", c.workers, 0, kMaxLoaderWorkers);
+  if (!(c.dist_timeout > 0 && c.dist_timeout <= 7 * 24 * 3600))
+    throw std::runtime_error(source + ": dist_timeout must be more than 0 and at most 604800 seconds (a week), not " +
+                             json(c.dist_timeout).dump());
   const auto pnaic_stages = std::count_if(c.stages.begin(), c.stages.end(),
                                           [](const StageConfig& s) { return s.objective == Objective::pnaic; });
   if (pnaic_stages > 0 && pnaic_stages != static_cast<long>(c.stages.size()))
@@ -319,6 +322,9 @@ const std::vector<Field<TrainConfig>>& train_fields() {
       plain("checkpoint_every", &C::checkpoint_every, "Also checkpoint every N optimizer steps; 0 = end of epoch only"),
       // how images reach the model
       plain("workers", &C::workers, "Image decoding threads of the loader"),
+      plain("dist_timeout", &C::dist_timeout,
+            "Distributed runs: seconds a rank waits for the others before the run ends interrupted "
+            "(--dist-timeout overrides it)"),
       choice("feature_cache", &C::feature_cache, feature_cache_modes(),
              "Frozen-backbone stages: disk (features extracted once, float16 file) or off (backbone per batch)"),
       choice("precision", &C::precision, train_precisions(),

@@ -146,10 +146,12 @@ void Trainer::join_process_group() {
   if (!env.active()) return;
   const bool cuda = device_.is_cuda();
   if (cuda) device_ = torch::Device(torch::kCUDA, static_cast<c10::DeviceIndex>(env.local_rank));
-  const auto timeout = std::chrono::milliseconds(static_cast<int64_t>(options_.dist_timeout_s * 1000));
+  const double seconds = options_.dist_timeout_s > 0 ? options_.dist_timeout_s : config_.dist_timeout;
+  const auto timeout = std::chrono::milliseconds(static_cast<int64_t>(seconds * 1000));
   group_ = std::make_unique<ProcessGroup>(env, timeout, options_.device);
   if (!rank0()) spdlog::set_level(spdlog::level::warn);  // one voice: rank 0 logs progress
-  spdlog::info("distributed: {} ranks ({}), rank 0 writes checkpoints and the run store", env.world_size, cuda ? "NCCL" : "Gloo");
+  spdlog::info("distributed: {} ranks ({}), rank 0 writes checkpoints and the run store; a collective waits {} s for the others",
+               env.world_size, cuda ? "NCCL" : "Gloo", seconds);
 }
 
 // A PNAIC run: the teacher, the student's config (written into config_, so the

@@ -73,6 +73,7 @@ struct TrainConfig {
   int64_t keep_last = 2;
   int64_t checkpoint_every = 0;   // optimizer steps; 0 = end of each epoch only
   int workers = 2;
+  double dist_timeout = 300;  // seconds a distributed collective waits for the other ranks
   FeatureCacheMode feature_cache = FeatureCacheMode::disk;
   TrainPrecision precision = TrainPrecision::fp32;
   // Weights to start from instead of the seeded initialisation (a checkpoint of

@@ -17,8 +17,9 @@ struct TrainOptions {
   bool progress = true;     // progress bar on stderr
   std::string device = "cpu";
   // Distributed (RANK/WORLD_SIZE/... in the environment, see expnet/train/distributed.h):
-  // every collective fails after this long without an answer from a peer.
-  double dist_timeout_s = 300;
+  // every collective fails after this long without an answer from a peer;
+  // 0 = the config's dist_timeout (--dist-timeout overrides it).
+  double dist_timeout_s = 0;
   // Mixed precision (CUDA only): forward passes under autocast (float16) with
   // dynamic loss scaling. Refused on CPU.
   bool autocast = false;
