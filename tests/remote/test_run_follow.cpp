@@ -171,6 +171,60 @@ class TestRunFollow : public QObject {
                 .contains("speaks follow format 7, and this one (" EXPNET_VERSION ") reads format 1"));
   }
 
+  // A run killed and resumed from its last checkpoint deletes its later steps and
+  // validations and logs them again: the mirror drops them too, also when the run is
+  // stopped again before it reaches them, and a second run's rows stay.
+  void aResumedRunsDroppedRowsLeaveTheMirror() {
+    const QString dir = expnet_test::makeTempDir("follow_rewind");
+    const std::string path = dir.toStdString() + "/runs.sqlite", copy = dir.toStdString() + "/mirror.sqlite";
+    RunStore store(path);
+    const int64_t a = store.create_run("a", "{}", "/tmp/a"), b = store.create_run("b", "{}", "/tmp/b");
+    store.add_stage(a, 0, "xe", "{}");
+    fill(store, a, 1, 30);
+    fill(store, b, 1, 12);
+    for (int64_t epoch = 1; epoch <= 3; ++epoch) store.log_validation({a, 0, epoch, 10 * epoch, 0, 0, 0, 0, 0, 0.1 * double(epoch)});
+    store.set_status(a, "interrupted", "");
+    store.set_status(b, "finished", "");
+    RunMirror mirror(copy, "gpu1", "runs/a/runs.sqlite");
+    FollowOptions options;
+    options.store = path;
+    const auto mirrorNow = [&] {
+      options.since = mirror.cursor().empty() ? FollowCursor{} : FollowCursor::parse(mirror.cursor());
+      std::vector<std::string> lines;
+      follow_run_store(options, [&](const std::string& line) { lines.push_back(line); });
+      mirror.apply(lines);
+      return lines;
+    };
+    const auto all = mirrorNow();
+    // Resumed from the checkpoint at step 10, stopped again at step 15 (other losses this time).
+    store.truncate_after(a, 10);
+    std::vector<StepRecord> again;
+    for (int64_t s = 11; s <= 15; ++s) again.push_back({a, 0, 1, s, 7.0 / double(s)});
+    store.log_steps(again);
+    mirrorNow();
+    const RunStore mirrored(copy, RunStore::Open::read_only);
+    const auto same = [&](int64_t run) {
+      const auto there = store.steps(run), here = mirrored.steps(run);
+      QCOMPARE(here.size(), there.size());
+      for (size_t i = 0; i < there.size(); ++i) {
+        QCOMPARE(here[i].step, there[i].step);
+        QCOMPARE(here[i].loss, there[i].loss);
+      }
+      QCOMPARE(mirrored.validations(run).size(), store.validations(run).size());
+    };
+    same(a);
+    QCOMPARE(mirrored.steps(a).size(), size_t(15));
+    QCOMPARE(mirrored.validations(a).size(), size_t(1));
+    same(b);
+    QCOMPARE(mirrored.steps(b).size(), size_t(12));
+    // Every line of the first follow again (a follow from an older cursor): the rewound rows stay gone.
+    mirror.apply(all);
+    const auto rest = mirrorNow();
+    QVERIFY(rest.size() > 0);
+    same(a);
+    same(b);
+  }
+
   void aLiveRunIsFollowedUntilItEnds() {
     const std::string path = expnet_test::makeTempDir("follow_live").toStdString() + "/runs.sqlite";
     RunStore store(path);

@@ -98,10 +98,15 @@ void RunMirror::apply(const std::vector<std::string>& lines) {
   sqlite::Statement stage(db, label, "INSERT OR REPLACE INTO stages(run, idx, name, config) VALUES(?, ?, ?, ?)");
   sqlite::Statement step(db, label,
                          "INSERT OR REPLACE INTO steps(run, stage, epoch, step, loss, lr, grad_norm, images_per_s, skipped, "
-                         "wall_s) VALUES(?, ?, ?, ?, ?, ?, ?, ?, ?, ?)");
+                         "wall_s, rowid) VALUES(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)");
   sqlite::Statement validation(db, label,
                                "INSERT OR REPLACE INTO validation(run, stage, epoch, step, bleu1, bleu2, bleu3, bleu4, "
                                "rouge_l, cider_d) VALUES(?, ?, ?, ?, ?, ?, ?, ?, ?, ?)");
+  // A step's row id is the host's too. A run resumed from its last checkpoint deletes the
+  // steps and validations after it there (RunStore::truncate_after), then logs them again:
+  // a step row older than this line (a smaller row id) with a later step is one of those.
+  sqlite::Statement dropped_steps(db, label, "DELETE FROM steps WHERE run = ? AND step > ? AND rowid < ?");
+  sqlite::Statement dropped_validations(db, label, "DELETE FROM validation WHERE run = ? AND step > ?");
   // A sample's row id is the host's (its line's cursor): applied twice (two followers of one
   // mirror, a follow resumed from an older cursor) it is the same row, never a second one.
   sqlite::Statement sample(db, label,
@@ -127,7 +132,12 @@ void RunMirror::apply(const std::vector<std::string>& lines) {
       stage.bind(1, line["run"].get<int64_t>()).bind(2, line["index"].get<int64_t>()).bind(3, line["name"].get<std::string>())
           .bind(4, line["config"].get<std::string>()).run();
     if (type == "step") {
-      step.bind(1, line["run"].get<int64_t>()).bind(2, line["stage"].get<int64_t>()).bind(3, line["epoch"].get<int64_t>())
+      const int64_t id = line["run"].get<int64_t>(), number = line["step"].get<int64_t>();
+      const int64_t rowid = FollowCursor::parse(line["cursor"].get<std::string>()).steps;
+      dropped_steps.bind(1, id).bind(2, number).bind(3, rowid).run();
+      // The follow sends a validation only once every step before it is out (run_follow.cpp).
+      if (sqlite3_changes(db) > 0) dropped_validations.bind(1, id).bind(2, number).run();
+      step.bind(11, rowid).bind(1, line["run"].get<int64_t>()).bind(2, line["stage"].get<int64_t>()).bind(3, line["epoch"].get<int64_t>())
           .bind(4, line["step"].get<int64_t>());
       bind_number(step, 5, line["loss"]);
       bind_number(step, 6, line["lr"]);

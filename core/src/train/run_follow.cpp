@@ -121,7 +121,10 @@ class Follower {
     const bool any_live = read_runs(db.get());
     read_stages(db.get());
     bool more = read_steps(db.get());
-    more = read_validation(db.get()) || more;
+    // Validations wait until every step of the snapshot is out: a mirror takes a step older
+    // than what it holds as a resumed run's rewind (run_mirror.cpp), which must not drop a
+    // validation that came ahead of its steps.
+    if (!more) more = read_validation(db.get());
     more = read_samples(db.get()) || more;
     sqlite::exec(db.get(), label_, "COMMIT");
     seen_live_ = seen_live_ || any_live;
