@@ -126,8 +126,8 @@ RunCurves::RunCurves(QWidget* parent)
 
   layout->addWidget(readout_);
 
-  // One chart per event-loop pass: with 50 long runs the loss chart alone takes
-  // ~40 ms to draw; all five in one go would hold input back for over 100 ms.
+  // One chart per event-loop pass: with many long runs, all five charts in one
+  // go would hold input back (docs/performance.md, "Figures behind choices in the code").
   replotTimer_.setSingleShot(true);
   replotTimer_.setInterval(0);
   connect(&replotTimer_, &QTimer::timeout, this, [this] {
@@ -159,8 +159,8 @@ QCustomPlot* RunCurves::makePlot(const QString& metric, const QString& title, co
   plot->setInteractions(QCP::iRangeDrag | QCP::iRangeZoom);
   // Hundreds of lines: drawn without antialiasing while dragged, so panning stays fluid.
   plot->setNoAntialiasingOnDrag(true);
-  // Lines as plain polylines (joins not smoothed: the pens are 1 px wide anyway):
-  // a log-scale loss chart of 50 long runs drew in 105 ms instead of 140.
+  // Lines as plain polylines (joins not smoothed: the pens are 1 px wide anyway),
+  // which draw faster (docs/performance.md, "Figures behind choices in the code").
   plot->setPlottingHints(QCP::phFastPolylines | QCP::phCacheLabels);
   plot->setMouseTracking(true);
   plot->plotLayout()->insertRow(0);
@@ -328,7 +328,7 @@ void RunCurves::queueFill() {
 }
 
 void RunCurves::fillSome() {
-  // About 50,000 steps per pass (~10 ms here): 50 runs of 10,000 steps take ten passes.
+  // 50,000 steps per pass: a few milliseconds (docs/performance.md, "Figures behind choices in the code").
   size_t filled = 0;
   while (fillPending() && filled < 50000) {
     fillRun(runs_[nextFill_]);

@@ -5,8 +5,9 @@
 // Loss and images/s are smoothed (EMA, common/curvesmoothing.h) with the raw
 // line faint behind; log y for loss and lr; hovering a chart reads every run's
 // value at the nearest point under a cursor line. Drag pans, the wheel zooms,
-// a double-click fits. 50 runs of 10,000 steps: setRuns ~80 ms on two slow
-// cores, then one chart redrawn per event-loop pass (~40 ms at most).
+// a double-click fits. Many long runs are filled in slices and one chart is
+// redrawn per event-loop pass, so input is never held back long
+// (docs/performance.md, "Figures behind choices in the code").
 #pragma once
 
 #include <QColor>

@@ -161,7 +161,7 @@ IndexWriter::IndexWriter(const std::string& db_path, const IndexOrigin& origin, 
   try {
     db_ = sqlite::open(temp_, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE, label_);
     // A temporary file that is deleted on any failure needs no journal and no syncs.
-    // 64 MB of page cache: COCO's build was fastest there (16 MB: +30%; 200 MB: +20% and 100 MB more RSS).
+    // 64 MB of page cache: COCO's build was fastest there (docs/performance.md, "Figures behind choices in the code").
     sqlite::exec(db_.get(), label_, "PRAGMA journal_mode=OFF; PRAGMA synchronous=OFF; PRAGMA cache_size=-64000;");
     sqlite::exec(db_.get(), label_, kSchema);
     sqlite::exec(db_.get(), label_, "BEGIN");

@@ -31,7 +31,8 @@ struct LayerCaches {
 
 // Left uninitialised past `used`: a step writes every position it feeds
 // before anything reads it, and reads stop at the positions fed (zero-filling
-// the official model's element caches took 0.6 ms per image).
+// the official model's element caches cost time per image: docs/performance.md,
+// "Figures behind choices in the code").
 torch::Tensor grown(const torch::Tensor& old, int64_t capacity, int64_t used) {
   auto sizes = old.sizes().vec();
   sizes[1] = capacity;

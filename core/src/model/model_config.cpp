@@ -414,8 +414,8 @@ ModelConfig demo_model_config() {
   return c;
 }
 
-// The training issue's calibration configuration (the authors' code trained it
-// at 29 images/s on the project's 2-core CPU): what `expnet bench train` measures.
+// The training issue's calibration configuration, which the authors' code was
+// timed on too: what `expnet bench train` measures (docs/performance.md, "Figures behind choices in the code").
 ModelConfig calibration_model_config() {
   return scaled_config({96, 32, {2, 2, 2}, {1, 2, 4}, 6, 128, 256, 4, {8, 16}, 4, 22});
 }

@@ -122,9 +122,10 @@ torch::Tensor SwinWindowAttentionImpl::forward(const torch::Tensor& x, const tor
 torch::Tensor SwinWindowAttentionImpl::attend(const torch::Tensor& x, const torch::Tensor& mask) {
   const int64_t B_ = x.size(0), N = x.size(1), C = x.size(2);
   // In bf16 (set_precision) q, k, v and the scores stay bfloat16 as the bf16
-  // products give them (converting the scores to float32 and back cost 10% of a
-  // bf16 caption); our kernel adds bias and mask and takes the softmax in float32
-  // in one pass where it runs, ATen's ops otherwise.
+  // products give them (converting the scores to float32 and back cost a tenth of
+  // a bf16 caption: docs/performance.md, "Figures behind choices in the code");
+  // our kernel adds bias and mask and takes the softmax in float32 in one pass
+  // where it runs, ATen's ops otherwise.
   const bool in_place = inference_only(*this);  // no autograd: update the scores in place
   const auto bias_fp32 = relative_position_bias();
   // bf16 on a CPU that runs our kernels: the qkv bias joins the split into heads.

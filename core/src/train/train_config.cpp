@@ -400,8 +400,7 @@ TrainConfig train_preset(const std::string& name) {
     // The built-in demo model (resources/demo, README), on the varied look so it
     // holds up on scenes drawn by other programs (issue 24): 20000 images, batches
     // of 32 whole images, 14 XE epochs with the anneal x0.8 every 2, then SCST on
-    // cached features. About 6 minutes on one H100 (docs/training.md, "The varied
-    // look"); the classic look of the model before named under 60% of held-out objects.
+    // cached features; its time and how it holds up: docs/training.md, "The varied look".
     c.shapes_images = 20000;
     c.shapes_style = "varied";
     c.vocab_min_count = 1;

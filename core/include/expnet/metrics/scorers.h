@@ -17,7 +17,7 @@ namespace expnet {
 
 // Words allowed in one caption (candidate or reference). ROUGE-L's longest
 // common subsequence takes time proportional to the product of two captions'
-// lengths: 10,000 x 10,000 words is about 0.1 s; a 10 MB caption (2 million
+// lengths: at this limit a fraction of a second (docs/performance.md, "Figures behind choices in the code"); a 10 MB caption (2 million
 // words) against itself would take hours. COCO captions have 5 to 50 words.
 constexpr size_t kMaxCaptionWords = 10000;
 // Raw text refused before tokenizing (add_raw): 100 bytes per allowed word.

@@ -2,7 +2,7 @@
 // every weight matrix of the decoder, and OpenBLAS packs each weight matrix
 // into a buffer before multiplying, which at 5 rows costs more than the
 // arithmetic; streaming each weight row once through FMA dot products is
-// 2.5-5x faster (docs/performance.md, "Decoding kernels").
+// several times faster (docs/performance.md, "Decoding kernels").
 #include "kernels/cpu/few_rows_linear.h"
 
 #include "kernels/cpu/step_threads.h"
@@ -69,9 +69,9 @@ void rows_portable(const OperandsOf<W>& op, int64_t first, int64_t last) {
 #ifdef EXPNET_HAVE_AVX2_PATH
 // Asks for the weights 32 KB past p into L2 (hint T1), once per cache line of
 // a row the few-row kernels stream: a decoding step's weights (66 MB at
-// official size) come from memory, and prefetching 4 KB ahead (or nothing,
-// AVX2) a step's products took 1.4-2.3x as long (docs/performance.md,
-// "Prefetching further ahead").
+// official size) come from memory, and prefetching less far ahead (or not at
+// all) made a step's products much slower (docs/performance.md, "Prefetching
+// further ahead").
 inline void prefetch_ahead(const void* p) { _mm_prefetch(static_cast<const char*>(p) + 32768, _MM_HINT_T1); }
 
 __attribute__((target("avx2,fma"))) inline float horizontal_sum(__m256 v) {
@@ -305,8 +305,8 @@ void packed_rows(const Operands& op, const float* panels, int64_t rows, int64_t 
 // call, then vdpbf16ps multiplies 32 weight/input pairs per instruction into
 // float32 sums. The widening kernels above spend two instructions per 16
 // weights before their FMAs and run out of arithmetic before memory does;
-// this one measured 0.38-0.52x the float32 kernel's time over a decoding
-// step's matrices, against 0.64-0.71x (docs/performance.md, "bfloat16").
+// this one takes clearly less of the float32 kernel's time over a decoding
+// step's matrices (docs/performance.md, "Figures behind choices in the code").
 #define EXPNET_AVX512BF16_TARGET __attribute__((target("avx512f,avx512bw,avx512vl,avx512bf16")))
 
 struct DotOperands {
@@ -519,9 +519,7 @@ at::Tensor linear_step(const at::Tensor& x, const at::Tensor& weight, const at::
   const at::Tensor& y = product.y;
   if (rows_count <= kFewRowsLimit) {
     // Bound by reading W: a second core adds its own share of memory
-    // bandwidth. Measured on a Zen 3 VM (about 5 GB/s per core), `expnet bench
-    // decode --batches 1 --threads 2`, four interleaved pairs: incremental vs
-    // full 4.7-5.6x with the split, 3.3-3.9x on one thread.
+    // bandwidth (docs/performance.md, "Figures behind choices in the code").
     const auto kernel = kernel_for<float>(rows_count, isa);
     // Outputs split over the decoding threads (step_threads.h) in whole blocks of 4 weight rows.
     parallel_step(out, 4, [&](int64_t first, int64_t last) { kernel(op, first, last); });

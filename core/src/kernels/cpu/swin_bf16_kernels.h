@@ -5,13 +5,13 @@
 // built without OpenMP, so at::parallel_for here would run on one thread.
 // - window softmax: the scores' relative-position bias, shift mask and softmax
 //   in one pass over bfloat16 scores, where LibTorch takes three (two bf16 adds,
-//   each rounding, and a softmax that widens every row): 3.1 ms against 11.1 ms
-//   for one group of stage 1's windows here.
+//   each rounding, and a softmax that widens every row): about a third of the
+//   time (docs/performance.md, "Figures behind choices in the code").
 // - LayerNorm to bf16: the float32 residual stream normalised straight into the
 //   bfloat16 rows the next product reads, instead of a float32 LayerNorm and a
 //   conversion.
 // - GELU in place on the MLP's bfloat16 hidden rows, where LibTorch's bf16
-//   GELU widens, calls its erf and narrows at about 1.2 G values/s here.
+//   GELU widens, calls its erf and narrows, slowly (docs/performance.md, "Figures behind choices in the code").
 // - q, k (transposed) and v split into heads per window and head, where
 //   LibTorch's batched products copied k and v themselves and q was scaled
 //   into a copy of its own (the scale now joins the softmax).
