@@ -1,7 +1,8 @@
 // expnet bench train: images/s of end-to-end XE training (loader with image
 // decoding, backbone, encoder, decoder, loss, backward, RAdam) at the issue's
 // calibration configuration (the shapes-demo model, batch 32), with the time of
-// each phase; medians over steps after warm-up.
+// each phase; medians over steps after warm-up. expnet bench scst: the same for
+// SCST steps (frozen backbone, 5 samples per image, CIDEr-D rewards), batch 16 images.
 #include <nlohmann/json.hpp>
 
 #include <cstdlib>
@@ -17,8 +18,9 @@ namespace expnet::cli {
 namespace {
 
 struct Options {
+  bool scst = false;  // bench scst
   std::string model, data, precision = "auto";
-  int64_t batch = 32, steps = 10, warmup = 3, images = 300;
+  int64_t batch = 32, steps = 10, warmup = 3, images = 300, samples = 5, max_len = 20;
   int workers = 2;
   bool json = false;
 };
@@ -43,23 +45,31 @@ void run(const RuntimeOptions& runtime, const Options& o) {
   b.warmup = o.warmup;
   b.workers = o.workers;
   b.precision = o.precision == "fp32" ? TrainPrecision::fp32 : o.precision == "bf16" ? TrainPrecision::bf16 : TrainPrecision::automatic;
-  const auto r = bench_training(b);
-  const nlohmann::json phases = {{"step", r.step_ms},         {"data", r.data_ms},        {"backbone_fwd", r.backbone_fwd_ms},
-                                 {"encdec_fwd", r.encdec_fwd_ms}, {"loss", r.loss_ms}, {"backward", r.backward_ms},
-                                 {"optimizer", r.optimizer_ms}};
+  b.samples_per_image = o.samples;
+  b.max_len = o.max_len;
+  const auto r = o.scst ? bench_scst(b) : bench_training(b);
+  nlohmann::json phases = {{"step", r.step_ms}, {"data", r.data_ms}, {"backbone_fwd", r.backbone_fwd_ms}};
+  if (o.scst)
+    phases.update({{"sample", r.sample_ms}, {"reward", r.reward_ms}});
+  else
+    phases["encdec_fwd"] = r.encdec_fwd_ms;
+  phases.update({{"loss", r.loss_ms}, {"backward", r.backward_ms}, {"optimizer", r.optimizer_ms}});
   if (o.json) {
-    std::cout << nlohmann::json{{"model", o.model.empty() ? "shapes-demo" : o.model}, {"parameters", r.parameters},
-                                {"batch", r.batch}, {"steps", r.steps}, {"warmup", o.warmup}, {"threads", torch_threads()},
-                                {"device", b.device}, {"precision", r.precision}, {"images_per_s", r.images_per_s}, {"cpu_ms_per_step", r.cpu_ms},
-                                {"images_per_cpu_s", r.images_per_cpu_s}, {"load_average", load_average()},
-                                {"omp_wait_policy", std::getenv("OMP_WAIT_POLICY") ? std::getenv("OMP_WAIT_POLICY") : "default"},
-                                {"median_ms", phases}}
-                     .dump()
-              << std::endl;
+    nlohmann::json report{{"model", o.model.empty() ? "shapes-demo" : o.model}, {"parameters", r.parameters},
+                          {"batch", r.batch}, {"steps", r.steps}, {"warmup", o.warmup}, {"threads", torch_threads()},
+                          {"device", b.device}, {"precision", r.precision}, {"images_per_s", r.images_per_s}, {"cpu_ms_per_step", r.cpu_ms},
+                          {"images_per_cpu_s", r.images_per_cpu_s}, {"load_average", load_average()},
+                          {"omp_wait_policy", std::getenv("OMP_WAIT_POLICY") ? std::getenv("OMP_WAIT_POLICY") : "default"},
+                          {"median_ms", phases}};
+    if (o.scst) report.update({{"samples_per_image", o.samples}, {"max_len", o.max_len}, {"mean_sampled_words", r.mean_sampled_words}});
+    std::cout << report.dump() << std::endl;
     return;
   }
-  std::cout << "XE training, " << (o.model.empty() ? "shapes-demo" : o.model) << " model (" << r.parameters
-            << " parameters), batch " << r.batch << ", " << b.device << ", " << r.precision << ", " << torch_threads()
+  std::cout << (o.scst ? "SCST training (" + std::to_string(o.samples) + " samples per image, " +
+                              std::to_string(r.mean_sampled_words).substr(0, 4) + " words each on average), "
+                        : std::string("XE training, "))
+            << (o.model.empty() ? "shapes-demo" : o.model) << " model (" << r.parameters
+            << (o.scst ? " trained parameters), batch " : " parameters), batch ") << r.batch << ", " << b.device << ", " << r.precision << ", " << torch_threads()
             << " threads, median of " << r.steps
             << " steps:\n  " << r.images_per_s << " images/s (" << r.step_ms << " ms per step; CPU " << r.cpu_ms
             << " ms, " << r.images_per_cpu_s << " images per CPU-second)\n  load average " << load_average() << "\n";
@@ -67,21 +77,41 @@ void run(const RuntimeOptions& runtime, const Options& o) {
     if (name != "step") std::cout << "  " << name << " " << value.get<double>() << " ms\n";
 }
 
-const bool registered = register_command({"bench train", 205, [](CLI::App& root) {
-  auto* bench = command_group(root, "bench", "Benchmarks (medians over repeated runs)");
-  auto* command = bench->add_subcommand("train", "Images/s of end-to-end XE training steps on the shapes set");
-  auto runtime = add_runtime_options(command);
-  auto o = std::make_shared<Options>();
+// Both benchmarks' options: one table, `scst` picks the objective and its defaults.
+void add_bench_options(CLI::App* command, const std::shared_ptr<Options>& o) {
   command->add_option("--model", o->model, "Model preset or config JSON (default: the shapes-demo calibration model)");
   command->add_option("--data", o->data, "Shapes dataset folder (generated when absent; default: in the cache dir)");
   command->add_option("--images", o->images, "Images to generate when the dataset is absent (default 300)");
-  command->add_option("--batch", o->batch, "Pairs per step (default 32)");
+  command->add_option("--batch", o->batch, o->scst ? "Images per step (default 16)" : "Pairs per step (default 32)");
   command->add_option("--steps", o->steps, "Timed steps (default 10)");
   command->add_option("--warmup", o->warmup, "Untimed steps first (default 3)");
   command->add_option("--workers", o->workers, "Image decoding threads of the loader (default 2)");
   command->add_option("--precision", o->precision, "fp32, bf16 or auto (default: bf16 where the CPU or GPU has it)")
       ->check(CLI::IsMember({"fp32", "bf16", "auto"}));
+  if (o->scst) {
+    command->add_option("--samples", o->samples, "Captions sampled per image (default 5)")->check(CLI::Range(2, 100));
+    command->add_option("--max-len", o->max_len, "Longest sampled caption in words (default 20)")->check(CLI::Range(1, 200));
+  }
   command->add_flag("--json", o->json, "One compact JSON object on stdout");
+}
+
+const bool registered = register_command({"bench train", 205, [](CLI::App& root) {
+  auto* bench = command_group(root, "bench", "Benchmarks (medians over repeated runs)");
+  auto* command = bench->add_subcommand("train", "Images/s of end-to-end XE training steps on the shapes set");
+  auto runtime = add_runtime_options(command);
+  auto o = std::make_shared<Options>();
+  add_bench_options(command, o);
+  command->callback([runtime, o] { run(*runtime, *o); });
+}});
+
+const bool registered_scst = register_command({"bench scst", 206, [](CLI::App& root) {
+  auto* bench = command_group(root, "bench", "Benchmarks (medians over repeated runs)");
+  auto* command = bench->add_subcommand("scst", "Images/s of SCST training steps on the shapes set (frozen backbone)");
+  auto runtime = add_runtime_options(command);
+  auto o = std::make_shared<Options>();
+  o->scst = true;
+  o->batch = 16;
+  add_bench_options(command, o);
   command->callback([runtime, o] { run(*runtime, *o); });
 }});
 

@@ -16,12 +16,20 @@ only, like the compute part of ours: the step minus its data phase).
 Our side: `expnet bench train --json` (same batch, dropout, clipping, RAdam, caption
 cut), compute = median step - median data; once per precision asked for.
 
+With --objective scst, an SCST step instead: their ExpansionNet_v2 (the same captioner
+over backbone features, the frozen-backbone form of their SCST) on 16 images' features
+(B x 36 x 128, as the calibration backbone gives), 5 captions sampled per image
+(mode='sampling', at most 20 words), their ReinforceCiderReward over the shapes set's
+training references (mean baseline), backward, clipping, RAdam; against `expnet bench
+scst` (frozen backbone: compute = step - data - backbone forward).
+
 Rounds alternate theirs and ours; each side's figure is its best round (median over the
 timed steps of that round). Prints the ratios the issue sets: compute step <= 0.5x
-theirs in the precision `auto` picks, fp32 <= 0.7x.
+theirs in the precision `auto` picks (XE and SCST), fp32 <= 0.7x (XE).
 
 usage: authors_train_side_by_side.py --authors DIR --expnet EXPNET --work DIR
-           [--threads 2] [--steps 10] [--warmup 3] [--rounds 2] [--precisions auto,fp32] [--json REPORT]"""
+           [--objective xe|scst] [--threads 2] [--steps 10] [--warmup 3] [--rounds 2]
+           [--precisions auto,fp32] [--json REPORT]"""
 import argparse
 import json
 import os
@@ -113,24 +121,86 @@ def their_round(args, folder):
     return {key: statistics.median(values) for key, values in phases.items()}
 
 
+def their_scst_round(args, folder):
+    sys.path.insert(0, args.authors)
+    import torch
+    from argparse import Namespace
+    from models.ExpansionNet_v2 import ExpansionNet_v2
+    from losses.reward import ReinforceCiderReward
+    from optims.radam import RAdam
+    from utils import language_utils
+
+    torch.set_num_threads(args.threads)
+    torch.manual_seed(1)
+    with open(os.path.join(folder, "dataset_coco.json")) as f:
+        dataset = json.load(f)
+    train = [image for image in dataset["images"] if image["split"] in ("train", "restval")]
+    words = sorted({w for image in train for s in image["sentences"] for w in s["tokens"]})
+    idx2word = ["PAD", "SOS", "EOS", "UNK"] + words
+    word2idx = {w: i for i, w in enumerate(idx2word)}
+    references = [[s["raw"] for s in image["sentences"]] for image in train]
+    reward = ReinforceCiderReward(references, "EOS", 5, "cpu")
+    drop = Namespace(enc=0.1, dec=0.1, enc_input=0.1, dec_input=0.1, other=0.1)
+    model = ExpansionNet_v2(d_model=128, N_enc=2, N_dec=2, ff=256, num_heads=4, num_exp_enc_list=[8, 16], num_exp_dec=4,
+                            output_word2idx=word2idx, output_idx2word=idx2word, max_seq_len=22, drop_args=drop,
+                            img_feature_dim=128, rank="cpu")
+    model.train()
+    params = [p for p in model.parameters() if p.requires_grad]
+    optimizer = RAdam(params, lr=1e-5)
+    rng = random.Random(1)
+    phases = {"step": [], "sample": [], "reward": [], "backward": [], "optimizer": [], "cpu_ms_per_step": [],
+              "mean_sampled_words": []}
+    for step in range(args.warmup + args.steps):
+        chosen = [rng.randrange(len(train)) for _ in range(16)]
+        features = torch.randn(16, 36, 128)
+        c0 = time.process_time()
+        t0 = time.perf_counter()
+        pred_idx, logprobs = model(enc_x=features, enc_x_num_pads=[0] * 16, mode="sampling", sample_max_seq_len=20,
+                                   how_many_outputs=5, sos_idx=1, eos_idx=2)
+        captions = [language_utils.convert_allsentences_idx2word(one, idx2word) for one in pred_idx]
+        t1 = time.perf_counter()
+        loss, _, _ = reward.compute_reward(all_images_pred_caption=captions, all_images_logprob=logprobs,
+                                           all_images_idx=chosen)
+        t2 = time.perf_counter()
+        loss.backward()
+        t3 = time.perf_counter()
+        torch.nn.utils.clip_grad_norm_(params, 1.0)
+        optimizer.step()
+        optimizer.zero_grad()
+        t4 = time.perf_counter()
+        c4 = time.process_time()
+        if step >= args.warmup:
+            for key, (a, b) in {"step": (t0, t4), "sample": (t0, t1), "reward": (t1, t2), "backward": (t2, t3),
+                                "optimizer": (t3, t4)}.items():
+                phases[key].append((b - a) * 1e3)
+            phases["cpu_ms_per_step"].append((c4 - c0) * 1e3)
+            phases["mean_sampled_words"].append(statistics.mean(len(c) - 1 for one in captions for c in one))
+    return {key: statistics.median(values) for key, values in phases.items()}
+
+
 def their_round_in_child(args, folder):
     # A fresh interpreter per round, as ours is a fresh process.
     done = subprocess.run([sys.executable, __file__, "--their-round", "--authors", args.authors, "--expnet", args.expnet,
                            "--work", args.work, "--threads", str(args.threads), "--steps", str(args.steps),
-                           "--warmup", str(args.warmup)], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+                           "--warmup", str(args.warmup), "--objective", args.objective], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     if done.returncode != 0:
         sys.exit("the authors' side failed:\n" + done.stderr[-3000:])
     return json.loads(done.stdout.splitlines()[-1])
 
 
 def our_round(args, folder, precision):
-    done = subprocess.run([args.expnet, "bench", "train", "--threads", str(args.threads), "--steps", str(args.steps),
-                           "--warmup", str(args.warmup), "--data", folder, "--precision", precision, "--json"],
-                          stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    done = subprocess.run([args.expnet, "bench", "train" if args.objective == "xe" else "scst", "--threads", str(args.threads),
+                           "--steps", str(args.steps), "--warmup", str(args.warmup), "--data", folder, "--precision",
+                           precision, "--json"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     if done.returncode != 0:
-        sys.exit("expnet bench train failed:\n" + done.stderr[-3000:])
+        sys.exit("expnet bench failed:\n" + done.stderr[-3000:])
     report = json.loads(done.stdout.splitlines()[-1])
     ms = report["median_ms"]
+    if args.objective == "scst":
+        return {"precision": report["precision"], "step": ms["step"] - ms["data"] - ms["backbone_fwd"],
+                "sample": ms["sample"], "reward": ms["reward"] + ms["loss"], "backward": ms["backward"],
+                "optimizer": ms["optimizer"], "cpu_ms_per_step": report["cpu_ms_per_step"],
+                "mean_sampled_words": report["mean_sampled_words"]}
     return {"precision": report["precision"], "step": ms["step"] - ms["data"],
             "forward": ms["backbone_fwd"] + ms["encdec_fwd"], "loss": ms["loss"], "backward": ms["backward"],
             "optimizer": ms["optimizer"], "cpu_ms_per_step": report["cpu_ms_per_step"]}
@@ -147,12 +217,13 @@ def main():
     parser.add_argument("--rounds", type=int, default=2)
     parser.add_argument("--precisions", default="auto,fp32")
     parser.add_argument("--json")
+    parser.add_argument("--objective", choices=["xe", "scst"], default="xe")
     parser.add_argument("--their-round", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args()
     os.makedirs(args.work, exist_ok=True)
     folder = shapes_set(args)
     if args.their_round:
-        print(json.dumps(their_round(args, folder)))
+        print(json.dumps(their_round(args, folder) if args.objective == "xe" else their_scst_round(args, folder)))
         return
     precisions = args.precisions.split(",")
     theirs, ours = [], {p: [] for p in precisions}
@@ -164,16 +235,15 @@ def main():
             print("round %d ours (%s): %s" % (round_index + 1, precision, json.dumps(ours[precision][-1])))
     best_theirs = min(theirs, key=lambda r: r["step"])
     report = {"theirs": theirs, "ours": ours, "their_best": best_theirs, "ratios": {}}
-    print("theirs, best round: compute step %.0f ms (forward %.0f, loss %.1f, backward %.0f, optimizer %.0f; CPU %.0f ms)"
-          % (best_theirs["step"], best_theirs["forward"], best_theirs["loss"], best_theirs["backward"],
-             best_theirs["optimizer"], best_theirs["cpu_ms_per_step"]))
+    def phases(r):
+        return ", ".join("%s %.1f" % (k, v) for k, v in r.items() if k not in ("step", "precision"))
+    print("theirs, best round: compute step %.0f ms (%s)" % (best_theirs["step"], phases(best_theirs)))
     for precision in precisions:
         best = min(ours[precision], key=lambda r: r["step"])
         ratio = best["step"] / best_theirs["step"]
         report["ratios"][precision] = ratio
-        print("ours %s (ran %s), best round: compute step %.0f ms (forward %.0f, loss %.1f, backward %.0f, optimizer %.0f; "
-              "CPU %.0f ms with its data): %.3fx theirs" % (precision, best["precision"], best["step"], best["forward"], best["loss"],
-                                                   best["backward"], best["optimizer"], best["cpu_ms_per_step"], ratio))
+        print("ours %s (ran %s), best round: compute step %.0f ms (%s): %.3fx theirs"
+              % (precision, best["precision"], best["step"], phases(best), ratio))
     if args.json:
         with open(args.json, "w") as f:
             json.dump(report, f, indent=1)

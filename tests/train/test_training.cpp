@@ -1,7 +1,7 @@
 // Training building blocks: RAdam against Liu et al.'s rule and against
 // torch.optim.RAdam, the learning-rate schedules with the spec's numbers, the
 // label-smoothed cross-entropy against a PyTorch KLDivLoss computation, and
-// the SCST baseline / loss / sampling.
+// the SCST baseline / loss / sampling; the XE and SCST benchmarks report every phase.
 #include <QJsonArray>
 #include <QJsonDocument>
 #include <QJsonObject>
@@ -18,6 +18,7 @@
 #include "expnet/train/losses.h"
 #include "expnet/train/lr_schedule.h"
 #include "expnet/train/radam.h"
+#include "expnet/train/train_bench.h"
 #include "expnet/train/train_steps.h"
 #include "support/fixtures.h"
 
@@ -242,6 +243,33 @@ class TestTraining : public QObject {
     // Without smoothing it is the mean NLL of the targets.
     const auto nll = torch::nll_loss(log_probs.reshape({-1, V}), targets.reshape({-1}), {}, at::Reduction::Mean, pad);
     QVERIFY(std::abs(label_smoothing_loss(log_probs, targets, pad, 0.0).item<double>() - nll.item<double>()) < 1e-12);
+  }
+
+  // `expnet bench train` and `bench scst` at a tiny batch: every phase timed, the
+  // step at least their sum, SCST's samples as long as asked at most.
+  void benchmarksTimeEveryPhase() {
+    TrainBenchOptions o;
+    o.data_dir = (expnet_test::makeTempDir(QStringLiteral("bench_phases")) + "/shapes").toStdString();
+    o.shapes_images = 40;
+    o.batch = 2;
+    o.steps = 1;
+    o.warmup = 0;
+    o.workers = 1;
+    o.precision = TrainPrecision::fp32;
+    const auto xe = bench_training(o);
+    QCOMPARE(xe.precision, std::string("fp32"));
+    for (double phase : {xe.data_ms, xe.backbone_fwd_ms, xe.encdec_fwd_ms, xe.loss_ms, xe.backward_ms, xe.optimizer_ms})
+      QVERIFY(phase > 0 && phase <= xe.step_ms);
+    QVERIFY(xe.images_per_s > 0);
+    o.max_len = 6;
+    const auto scst = bench_scst(o);
+    for (double phase : {scst.data_ms, scst.backbone_fwd_ms, scst.sample_ms, scst.reward_ms, scst.loss_ms, scst.backward_ms,
+                         scst.optimizer_ms})
+      QVERIFY(phase > 0 && phase <= scst.step_ms);
+    QVERIFY2(scst.mean_sampled_words >= 1 && scst.mean_sampled_words <= 6, qPrintable(QString::number(scst.mean_sampled_words)));
+    QVERIFY(scst.parameters > 0 && scst.parameters < xe.parameters);  // the backbone is frozen there
+    o.samples_per_image = 1;
+    QVERIFY(expnet_test::errorOf([&] { bench_scst(o); }).contains("--samples >= 2"));
   }
 
   void scstBaselineIsMeanOfOtherSamples() {

@@ -1,6 +1,9 @@
 // `expnet bench train`: end-to-end XE training steps (loader with image
 // decoding, backbone, encoder, decoder, label-smoothed loss, backward, RAdam)
 // on the generated shapes set, timed per phase; medians after warm-up.
+// `expnet bench scst`: SCST steps on the same set (frozen backbone, as the
+// recipes' SCST stages: 5 sampled captions per image, CIDEr-D rewards with the
+// leave-one-out baseline, policy loss, backward, RAdam).
 // Figures: docs/training.md ("Benchmark").
 #pragma once
 
@@ -22,6 +25,8 @@ struct TrainBenchOptions {
   std::string device = "cpu";    // "cuda" or "cuda:N" trains there (each phase waits for the device before it is timed)
   double dropout = 0.1, drop_path = 0.0;
   TrainPrecision precision = TrainPrecision::automatic;  // as a config's "precision"
+  // SCST (bench_scst): `batch` counts images there, each sampled this often, at most max_len words.
+  int64_t samples_per_image = 5, max_len = 20;
 };
 
 struct TrainBenchResult {
@@ -34,8 +39,13 @@ struct TrainBenchResult {
   // Median milliseconds per step of each phase (step = their sum, measured as one).
   double step_ms = 0, data_ms = 0, backbone_fwd_ms = 0, encdec_fwd_ms = 0, loss_ms = 0, backward_ms = 0,
          optimizer_ms = 0;
+  // SCST only: drawing the samples (no graph) and scoring them with gradients
+  // (sample_ms), the CIDEr-D rewards (reward_ms; loss_ms is the policy loss),
+  // and the mean sampled words per caption (EOS included).
+  double sample_ms = 0, reward_ms = 0, mean_sampled_words = 0;
 };
 
 TrainBenchResult bench_training(const TrainBenchOptions& options);
+TrainBenchResult bench_scst(const TrainBenchOptions& options);
 
 }  // namespace expnet
