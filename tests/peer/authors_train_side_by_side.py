@@ -48,6 +48,36 @@ def shapes_set(args):
     return folder
 
 
+def their_setup(args, folder, torch):
+    """Their threads and seed; the shapes set's training images and a vocabulary of all their words."""
+    torch.set_num_threads(args.threads)
+    torch.manual_seed(1)
+    with open(os.path.join(folder, "dataset_coco.json")) as f:
+        dataset = json.load(f)
+    train = [image for image in dataset["images"] if image["split"] in ("train", "restval")]
+    words = sorted({w for image in train for s in image["sentences"] for w in s["tokens"]})
+    idx2word = ["PAD", "SOS", "EOS", "UNK"] + words
+    return train, idx2word, {w: i for i, w in enumerate(idx2word)}
+
+
+def their_update(torch, loss, params, optimizer):
+    """Backward, clipping at 1.0 and their RAdam's step, as ours: the times after backward and after the update."""
+    loss.backward()
+    t3 = time.perf_counter()
+    torch.nn.utils.clip_grad_norm_(params, 1.0)
+    optimizer.step()
+    optimizer.zero_grad()
+    return t3, time.perf_counter()
+
+
+def keep(phases, names, marks, cpu_start):
+    """A timed step: the whole, its CPU time, and each named phase between consecutive marks (ms)."""
+    phases["step"].append((marks[-1] - marks[0]) * 1e3)
+    phases["cpu_ms_per_step"].append((time.process_time() - cpu_start) * 1e3)
+    for name, a, b in zip(names, marks, marks[1:]):
+        phases[name].append((b - a) * 1e3)
+
+
 def their_round(args, folder):
     sys.path.insert(0, args.authors)
     import numpy as np
@@ -58,14 +88,7 @@ def their_round(args, folder):
     from losses.loss import LabelSmoothingLoss
     from optims.radam import RAdam
 
-    torch.set_num_threads(args.threads)
-    torch.manual_seed(1)
-    with open(os.path.join(folder, "dataset_coco.json")) as f:
-        dataset = json.load(f)
-    train = [image for image in dataset["images"] if image["split"] in ("train", "restval")]
-    words = sorted({w for image in train for s in image["sentences"] for w in s["tokens"]})
-    idx2word = ["PAD", "SOS", "EOS", "UNK"] + words
-    word2idx = {w: i for i, w in enumerate(idx2word)}
+    train, idx2word, word2idx = their_setup(args, folder, torch)
     pad, sos, eos = 0, 1, 2
     mean = torch.tensor([0.485, 0.456, 0.406]).view(3, 1, 1)
     std = torch.tensor([0.229, 0.224, 0.225]).view(3, 1, 1)
@@ -106,18 +129,9 @@ def their_round(args, folder):
         target = y[:, 1:]
         loss = loss_function(pred, target, pad, divide_by_non_zeros=False) / (target != pad).sum().float()
         t2 = time.perf_counter()
-        loss.backward()
-        t3 = time.perf_counter()
-        torch.nn.utils.clip_grad_norm_(params, 1.0)
-        optimizer.step()
-        optimizer.zero_grad()
-        t4 = time.perf_counter()
-        c4 = time.process_time()
+        t3, t4 = their_update(torch, loss, params, optimizer)
         if step >= args.warmup:
-            phases["cpu_ms_per_step"].append((c4 - c0) * 1e3)
-            for key, (a, b) in {"step": (t0, t4), "forward": (t0, t1), "loss": (t1, t2), "backward": (t2, t3),
-                                "optimizer": (t3, t4)}.items():
-                phases[key].append((b - a) * 1e3)
+            keep(phases, ["forward", "loss", "backward", "optimizer"], [t0, t1, t2, t3, t4], c0)
     return {key: statistics.median(values) for key, values in phases.items()}
 
 
@@ -130,14 +144,7 @@ def their_scst_round(args, folder):
     from optims.radam import RAdam
     from utils import language_utils
 
-    torch.set_num_threads(args.threads)
-    torch.manual_seed(1)
-    with open(os.path.join(folder, "dataset_coco.json")) as f:
-        dataset = json.load(f)
-    train = [image for image in dataset["images"] if image["split"] in ("train", "restval")]
-    words = sorted({w for image in train for s in image["sentences"] for w in s["tokens"]})
-    idx2word = ["PAD", "SOS", "EOS", "UNK"] + words
-    word2idx = {w: i for i, w in enumerate(idx2word)}
+    train, idx2word, word2idx = their_setup(args, folder, torch)
     references = [[s["raw"] for s in image["sentences"]] for image in train]
     reward = ReinforceCiderReward(references, "EOS", 5, "cpu")
     drop = Namespace(enc=0.1, dec=0.1, enc_input=0.1, dec_input=0.1, other=0.1)
@@ -162,18 +169,9 @@ def their_scst_round(args, folder):
         loss, _, _ = reward.compute_reward(all_images_pred_caption=captions, all_images_logprob=logprobs,
                                            all_images_idx=chosen)
         t2 = time.perf_counter()
-        loss.backward()
-        t3 = time.perf_counter()
-        torch.nn.utils.clip_grad_norm_(params, 1.0)
-        optimizer.step()
-        optimizer.zero_grad()
-        t4 = time.perf_counter()
-        c4 = time.process_time()
+        t3, t4 = their_update(torch, loss, params, optimizer)
         if step >= args.warmup:
-            for key, (a, b) in {"step": (t0, t4), "sample": (t0, t1), "reward": (t1, t2), "backward": (t2, t3),
-                                "optimizer": (t3, t4)}.items():
-                phases[key].append((b - a) * 1e3)
-            phases["cpu_ms_per_step"].append((c4 - c0) * 1e3)
+            keep(phases, ["sample", "reward", "backward", "optimizer"], [t0, t1, t2, t3, t4], c0)
             phases["mean_sampled_words"].append(statistics.mean(len(c) - 1 for one in captions for c in one))
     return {key: statistics.median(values) for key, values in phases.items()}
 
