@@ -13,6 +13,12 @@ find_package(simdjson REQUIRED)
 # SHA-256 of checkpoints (the per-sample evaluation store's key): nettle's sha2.
 find_package(PkgConfig REQUIRED)
 pkg_check_modules(NETTLE REQUIRED IMPORTED_TARGET nettle)
+# Alt text in the photos' own XMP metadata (core/src/metadata/alt_text.cpp, docs/metadata.md).
+# Needed by the desktop build; a headless engine without it says so when asked to write.
+find_package(exiv2 CONFIG QUIET)
+if(EXPNET_BUILD_GUI AND NOT exiv2_FOUND)
+  message(FATAL_ERROR "exiv2 was not found: install libexiv2-dev (packaging/install-deps.sh)")
+endif()
 
 # LibTorch's CMake config appends its own flags to CMAKE_CXX_FLAGS (e.g. the
 # _GLIBCXX_USE_CXX11_ABI setting of an official build); keep them, they are

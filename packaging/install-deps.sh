@@ -16,6 +16,8 @@ PACKAGES=(
   libsimdjson-dev nettle-dev
   # zip archives checked before LibTorch opens them (core/src/checkpoint/zip_entries.cpp)
   libminizip-dev zlib1g-dev
+  # alt text in the photos' XMP metadata (docs/metadata.md); ExifTool reads it back in the tests
+  libexiv2-dev libimage-exiftool-perl
   # studio
   qt6-base-dev libqt6sql6-sqlite libqcustomplot-dev libqcustomplot2.1-qt6
   libgl1-mesa-dev fonts-dejavu-core

@@ -4,6 +4,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <filesystem>
 #include <iostream>
 
 #include "command.h"
@@ -11,6 +12,9 @@
 #include "decode_options_cli.h"
 #include "expnet/decode/captioner.h"
 #include "expnet/image/image_inputs.h"
+#include "expnet/metadata/alt_text.h"
+#include "expnet/model/demo_model.h"
+#include "expnet/system/digest.h"
 
 namespace expnet::cli {
 namespace {
@@ -23,6 +27,34 @@ struct CaptionArgs {
   bool no_exif = false;
   bool json = false;
   std::string decoder = "incremental";
+  bool write_alt_text = false;
+  AltTextOptions alt;  // --sidecar, --overwrite, --dry-run, --keep-mtime
+};
+
+// The model named in the alt text's record: the checkpoint's file name and SHA-256.
+void name_the_model(const ModelArgs& model, AltTextOptions& alt) {
+  const std::string path = !model.checkpoint.empty() ? model.checkpoint : builtin_model_path(model.model);
+  alt.model_name = !model.checkpoint.empty() ? std::filesystem::path(model.checkpoint).filename().string() : model.model;
+  alt.model_sha256 = sha256_file(path);
+  alt.date = alt_text_date();
+}
+
+// --write-alt-text's account: what each file got, then written / skipped / failed with their reasons.
+struct AltTextTally {
+  size_t written = 0, sidecars = 0, skipped = 0, failed = 0;
+  void add(const std::string& display, const AltTextOutcome& outcome, bool dry_run) {
+    const std::string verb = dry_run ? "would write" : "wrote";
+    if (outcome.action == "written") ++written, std::cerr << "alt text: " << verb << " " << terminal_safe(display) << "\n";
+    if (outcome.action == "sidecar")
+      ++sidecars, std::cerr << "alt text: " << verb << " " << terminal_safe(outcome.target)
+                            << (outcome.reason.empty() ? "" : " (" + terminal_safe(outcome.reason) + ")") << "\n";
+    if (outcome.action == "skipped") ++skipped, std::cerr << "alt text: skipped " << terminal_safe(display) << ": " << terminal_safe(outcome.reason) << "\n";
+    if (outcome.action == "failed") ++failed, std::cerr << "error: alt text of " << terminal_safe(display) << ": " << terminal_safe(outcome.reason) << "\n";
+  }
+  void summary(bool dry_run) const {
+    std::cerr << "alt text" << (dry_run ? " (dry run)" : "") << ": " << written << " written into images, " << sidecars
+              << " into sidecars, " << skipped << " skipped, " << failed << " failed\n";
+  }
 };
 
 // A PNAIC caption's groups: their words, ids and how each ended.
@@ -93,6 +125,9 @@ void run(const RuntimeOptions& runtime, const CaptionArgs& args) {
   image_options.apply_exif = !args.no_exif;
   const DecoderKind kind = args.decoder == "full" ? DecoderKind::Full : DecoderKind::Incremental;
   const bool progress = isatty(STDERR_FILENO) != 0;
+  AltTextOptions alt = args.alt;
+  if (args.write_alt_text) name_the_model(args.model, alt);
+  AltTextTally tally;
   size_t done = 0, failed = 0;
   auto emit = [&](const CaptionedImage& item) {
     if (!item.error.empty()) {
@@ -120,15 +155,20 @@ void run(const RuntimeOptions& runtime, const CaptionArgs& args) {
     for (size_t k = 0; k < results.size(); ++k) {
       results[k].image = displays[k];
       emit(results[k]);
+      // Exactly the first caption printed, nothing added.
+      if (args.write_alt_text && results[k].error.empty())
+        tally.add(displays[k], write_alt_text(paths[k], results[k].texts.front(), alt), alt.dry_run);
     }
     done = std::min(inputs.size(), first + static_cast<size_t>(args.batch));
     if (progress) std::cerr << "\r[" << done << "/" << inputs.size() << "] captioned" << std::flush;
   }
   if (progress) std::cerr << "\n";
+  if (args.write_alt_text) tally.summary(alt.dry_run);
   if (failed > 0) {
     std::cerr << failed << " of " << inputs.size() << " images could not be captioned (see the errors above)\n";
     set_exit_code(1);
   }
+  if (tally.failed > 0) set_exit_code(1);
 }
 
 const bool registered = register_command({"caption", 20, [](CLI::App& root) {
@@ -141,6 +181,15 @@ const bool registered = register_command({"caption", 20, [](CLI::App& root) {
       ->check(CLI::IsMember({"incremental", "full"}));
   command->add_flag("--no-exif", args->no_exif, "Ignore EXIF orientation (as the reference does)");
   command->add_flag("--json", args->json, "One compact JSON object per image on stdout");
+  auto* alt = command->add_flag("--write-alt-text", args->write_alt_text,
+                                "Write the best caption into each image's XMP as alt text (and dc:description where empty) "
+                                "(docs/metadata.md)");
+  command->add_flag("--sidecar", args->alt.sidecar, "With --write-alt-text: into an XMP sidecar (photo.jpg.xmp); the image is never touched")
+      ->needs(alt);
+  command->add_flag("--overwrite", args->alt.overwrite, "With --write-alt-text: replace alt text a person wrote")->needs(alt);
+  command->add_flag("--dry-run", args->alt.dry_run, "With --write-alt-text: say what would be written, write nothing")->needs(alt);
+  command->add_flag("--keep-mtime", args->alt.keep_mtime, "With --write-alt-text: the image keeps its modification time")
+      ->needs(alt);
 }});
 
 }  // namespace

@@ -1,0 +1,177 @@
+// Alt text in the photos' own metadata (docs/metadata.md), read back by ExifTool
+// as the independent reader: `expnet caption --write-alt-text` on JPEG, PNG,
+// WebP and TIFF files made here (pixels by OpenCV) carrying a camera-like EXIF
+// block, GPS, IPTC-IIM (JPEG, TIFF) and a person's description (added with
+// ExifTool). Pixels and every other tag stay as they were; our fields are read
+// back as IPTC alt text; a person's description and alt text are kept unless
+// --overwrite; a second run skips; --sidecar and --dry-run leave the images'
+// bytes alone; a read-only image and a format exiv2 cannot write get a sidecar.
+#include <QDir>
+#include <QFile>
+#include <QJsonArray>
+#include <QJsonDocument>
+#include <QJsonObject>
+#include <QtTest>
+
+#include <opencv2/imgcodecs.hpp>
+
+#include "support/fixtures.h"
+
+namespace {
+
+const QStringList kImages = {"camera.jpg", "plain.png", "web.webp", "scan.tif"};
+
+QByteArray bytesOf(const QString& path) {
+  QFile f(path);
+  f.open(QIODevice::ReadOnly);
+  return f.readAll();
+}
+
+// Every tag ExifTool reads, "Group:Tag" -> value (binary values by their description).
+QJsonObject tagsOf(const QString& path) {
+  const auto run = expnet_test::runProcess("exiftool", {"-j", "-a", "-G1", "-s", path});
+  return QJsonDocument::fromJson(run.out).array().at(0).toObject();
+}
+
+bool samePixels(const QString& a, const QString& b) {
+  const cv::Mat x = cv::imread(a.toStdString(), cv::IMREAD_UNCHANGED), y = cv::imread(b.toStdString(), cv::IMREAD_UNCHANGED);
+  return !x.empty() && x.size == y.size && x.type() == y.type() && cv::norm(x, y, cv::NORM_INF) == 0;
+}
+
+// Tags that may change: ours, the description where it was empty, the XMP toolkit's
+// name, the file's own properties, and the TIFF layout's offsets and byte counts.
+bool mayChange(const QString& key) {
+  static const QStringList prefixes = {"XMP-expnet:", "XMP-iptcCore:AltTextAccessibility", "XMP-x:XMPToolkit", "System:",
+                                       "File:", "ExifTool:", "SourceFile"};
+  for (const QString& p : prefixes)
+    if (key.startsWith(p)) return true;
+  return key.endsWith("Offsets") || key.endsWith("ByteCounts") || key.endsWith("Offset") || key.endsWith(":XMP");
+}
+
+}  // namespace
+
+class TestAltText : public QObject {
+  Q_OBJECT
+  QString dir_;
+
+  expnet_test::ProcessResult caption(const QStringList& extra, const QStringList& paths) {
+    return expnet_test::runProcess(expnet_test::cliPath(), QStringList{"caption", "--model", "demo", "--write-alt-text"} + extra + paths);
+  }
+
+  // Images with metadata as a camera and a person leave it.
+  void makeImages(const QString& folder) {
+    QDir().mkpath(folder);
+    const auto drawn = expnet_test::runProcess(
+        "/usr/bin/python3", {"-c", "import cv2, numpy as np, sys\n"
+                                   "img = np.zeros((72, 96, 3), np.uint8); cv2.circle(img, (40, 34), 16, (0, 0, 255), -1)\n"
+                                   "for name in sys.argv[2:]: cv2.imwrite(sys.argv[1] + '/' + name, img)",
+                             folder, "camera.jpg", "plain.png", "web.webp", "scan.tif", "old.bmp"});
+    QVERIFY2(drawn.exitCode == 0, drawn.err.constData());
+    const auto tagged = expnet_test::runProcess(
+        "exiftool", {"-q", "-overwrite_original", "-Make=Canon", "-Model=EOS 5D", "-DateTimeOriginal=2024:05:01 10:00:00",
+                     "-GPSLatitude=45.5", "-GPSLatitudeRef=N", "-GPSLongitude=9.2", "-GPSLongitudeRef=E",
+                     "-XMP-dc:Description=A person's own words", "-IPTC:Caption-Abstract=IPTC caption",
+                     folder + "/camera.jpg", folder + "/scan.tif"});
+    QVERIFY2(tagged.exitCode == 0, tagged.err.constData());
+  }
+
+ private slots:
+  void initTestCase() {
+    if (expnet_test::runProcess("exiftool", {"-ver"}).exitCode != 0) {
+      if (qEnvironmentVariableIsSet("EXPNET_REQUIRE_FIXTURES")) QFAIL("exiftool (libimage-exiftool-perl) is missing");
+      QSKIP("EXPNET_FIXTURE_MISSING: exiftool (libimage-exiftool-perl) is missing");
+    }
+    dir_ = expnet_test::makeTempDir("alt_text");
+  }
+
+  void everyFormatGetsAltTextAndKeepsTheRest() {
+    const QString folder = dir_ + "/library", copy = dir_ + "/before";
+    makeImages(folder);
+    QVERIFY(expnet_test::runProcess("cp", {"-a", folder, copy}).exitCode == 0);
+    const auto first = caption({}, {folder});
+    QVERIFY2(first.exitCode == 0, first.err.constData());
+    QVERIFY2(first.err.contains("alt text: 4 written into images, 1 into sidecars, 0 skipped, 0 failed"), first.err.constData());
+    QVERIFY2(first.err.contains("exiv2 cannot write XMP into this format"), first.err.constData());  // the BMP
+    const QString text = QString::fromUtf8(first.out.split('\n').first().split('\t').value(1));
+    QVERIFY(!text.isEmpty());
+    for (const QString& name : kImages) {
+      const QString path = folder + "/" + name, old = copy + "/" + name;
+      QVERIFY2(samePixels(path, old), qPrintable(name + ": the pixels changed"));
+      const QJsonObject after = tagsOf(path), before = tagsOf(old);
+      QCOMPARE(after["XMP-iptcCore:AltTextAccessibility"].toString(), text);
+      QCOMPARE(after["XMP-expnet:Model"].toString(), QStringLiteral("demo"));
+      QCOMPARE(after["XMP-expnet:ModelSHA256"].toString().size(), 64);
+      // A person's description is kept; an empty one gets the caption.
+      const QString description = before["XMP-dc:Description"].toString();
+      QCOMPARE(after["XMP-dc:Description"].toString(), description.isEmpty() ? text : description);
+      for (auto it = before.begin(); it != before.end(); ++it)
+        if (!mayChange(it.key()) && it.key() != "XMP-dc:Description")
+          QVERIFY2(after.value(it.key()) == it.value(),
+                   qPrintable(name + ": " + it.key() + " was " + it.value().toVariant().toString() + ", now " +
+                              after.value(it.key()).toVariant().toString()));
+    }
+    QCOMPARE(tagsOf(folder + "/camera.jpg")["GPS:GPSLatitude"], tagsOf(copy + "/camera.jpg")["GPS:GPSLatitude"]);
+    QVERIFY(!tagsOf(folder + "/camera.jpg")["GPS:GPSLatitude"].toString().isEmpty());
+    // The BMP: untouched, its sidecar read by ExifTool.
+    QCOMPARE(bytesOf(folder + "/old.bmp"), bytesOf(copy + "/old.bmp"));
+    QCOMPARE(tagsOf(folder + "/old.bmp.xmp")["XMP-iptcCore:AltTextAccessibility"].toString(), text);
+    // Nothing left beside them.
+    QCOMPARE(QDir(folder).entryList(QDir::Files | QDir::Hidden).size(), 6);
+
+    // Again: every file already has it.
+    const auto second = caption({}, {folder});
+    QVERIFY2(second.err.contains("0 written into images, 0 into sidecars, 5 skipped, 0 failed"), second.err.constData());
+  }
+
+  void aPersonsAltTextIsKeptUnlessOverwritten() {
+    const QString folder = dir_ + "/person";
+    makeImages(folder);
+    const QString photo = folder + "/camera.jpg";
+    QVERIFY(expnet_test::runProcess("exiftool", {"-q", "-overwrite_original", "-XMP-iptcCore:AltTextAccessibility=Written by hand", photo})
+                .exitCode == 0);
+    const auto kept = caption({}, {photo});
+    QVERIFY2(kept.err.contains("has alt text a person wrote"), kept.err.constData());
+    QCOMPARE(tagsOf(photo)["XMP-iptcCore:AltTextAccessibility"].toString(), QStringLiteral("Written by hand"));
+    const auto replaced = caption({"--overwrite"}, {photo});
+    QVERIFY2(replaced.exitCode == 0 && replaced.err.contains("1 written into images"), replaced.err.constData());
+    QVERIFY(tagsOf(photo)["XMP-iptcCore:AltTextAccessibility"].toString() != "Written by hand");
+    QCOMPARE(tagsOf(photo)["XMP-dc:Description"].toString(), QStringLiteral("A person's own words"));
+  }
+
+  void sidecarsDryRunsAndReadOnlyImagesLeaveTheBytes() {
+    const QString folder = dir_ + "/untouched";
+    makeImages(folder);
+    const QString jpg = folder + "/camera.jpg", png = folder + "/plain.png", tif = folder + "/scan.tif";
+    const QByteArray jpgBytes = bytesOf(jpg), pngBytes = bytesOf(png), tifBytes = bytesOf(tif);
+    const auto dry = caption({"--dry-run"}, {jpg, png});
+    QVERIFY2(dry.exitCode == 0 && dry.err.contains("would write") && dry.err.contains("(dry run): 2 written into images"),
+             dry.err.constData());
+    QCOMPARE(bytesOf(jpg), jpgBytes);
+    QVERIFY(!QFile::exists(jpg + ".xmp"));
+
+    const auto side = caption({"--sidecar"}, {jpg});
+    QVERIFY2(side.exitCode == 0 && side.err.contains("1 into sidecars"), side.err.constData());
+    QCOMPARE(bytesOf(jpg), jpgBytes);
+    QVERIFY(!tagsOf(jpg + ".xmp")["XMP-iptcCore:AltTextAccessibility"].toString().isEmpty());
+    // The image has a person's description: the sidecar does not compete with it.
+    QVERIFY(!tagsOf(jpg + ".xmp").contains("XMP-dc:Description"));
+
+    QFile::setPermissions(png, QFileDevice::ReadOwner | QFileDevice::ReadGroup | QFileDevice::ReadOther);
+    const auto readOnly = caption({}, {png});
+    QVERIFY2(readOnly.exitCode == 0 && readOnly.err.contains("the image is read-only"), readOnly.err.constData());
+    QCOMPARE(bytesOf(png), pngBytes);
+    QVERIFY(!tagsOf(png + ".xmp")["XMP-iptcCore:AltTextAccessibility"].toString().isEmpty());
+
+    // --keep-mtime: written, and the modification time is the old one.
+    const QDateTime old = QFileInfo(tif).lastModified();
+    QTest::qWait(1100);
+    const auto kept = caption({"--keep-mtime"}, {tif});
+    QVERIFY2(kept.exitCode == 0 && kept.err.contains("1 written into images"), kept.err.constData());
+    QVERIFY(bytesOf(tif) != tifBytes);
+    QCOMPARE(QFileInfo(tif).lastModified(), old);
+    QCOMPARE(QFileInfo(tif).permissions(), QFileInfo(jpg).permissions());
+  }
+};
+
+QTEST_GUILESS_MAIN(TestAltText)
+#include "test_alt_text.moc"
