@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <filesystem>
+#include <set>
 #include <iostream>
 
 #include "command.h"
@@ -126,7 +127,13 @@ void run(const RuntimeOptions& runtime, const CaptionArgs& args) {
   const DecoderKind kind = args.decoder == "full" ? DecoderKind::Full : DecoderKind::Incremental;
   const bool progress = isatty(STDERR_FILENO) != 0;
   AltTextOptions alt = args.alt;
-  if (args.write_alt_text) name_the_model(args.model, alt);
+  if (args.write_alt_text) {
+    name_the_model(args.model, alt);
+    std::set<std::string> folders;  // what killed runs left there goes first
+    for (const auto& input : inputs)
+      if (input.error.empty()) folders.insert(std::filesystem::path(input.path).parent_path().string());
+    for (const auto& folder : folders) remove_stale_alt_text_copies(folder.empty() ? "." : folder);
+  }
   AltTextTally tally;
   size_t done = 0, failed = 0;
   auto emit = [&](const CaptionedImage& item) {

@@ -8,6 +8,7 @@
 #include <chrono>
 #include <cstdlib>
 #include <cstring>
+#include <csignal>
 #include <ctime>
 #include <filesystem>
 #include <mutex>
@@ -35,6 +36,24 @@ std::string alt_text_date() {
   char text[32];
   std::strftime(text, sizeof text, "%Y-%m-%dT%H:%M:%SZ", &utc);
   return text;
+}
+
+int remove_stale_alt_text_copies(const std::string& folder) {
+  int removed = 0;
+  std::error_code error;
+  for (const auto& entry : fs::directory_iterator(folder, error)) {
+    const std::string name = entry.path().filename().string();
+    const size_t mark = name.rfind(".expnet-");
+    if (name.empty() || name[0] != '.' || mark == std::string::npos || name.size() < 4 ||
+        name.compare(name.size() - 4, 4, ".tmp") != 0)
+      continue;
+    const std::string digits = name.substr(mark + 8, name.size() - 4 - (mark + 8));
+    if (digits.empty() || digits.find_first_not_of("0123456789") != std::string::npos) continue;
+    const pid_t pid = static_cast<pid_t>(std::stol(digits));
+    if (pid == ::getpid() || ::kill(pid, 0) == 0 || errno != ESRCH) continue;  // alive, or not ours to judge
+    if (::unlink(entry.path().c_str()) == 0) ++removed;
+  }
+  return removed;
 }
 
 #ifdef EXPNET_HAVE_EXIV2
