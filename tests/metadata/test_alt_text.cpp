@@ -5,7 +5,8 @@
 // ExifTool). Pixels and every other tag stay as they were; our fields are read
 // back as IPTC alt text; a person's description and alt text are kept unless
 // --overwrite; a second run skips; --sidecar and --dry-run leave the images'
-// bytes alone; a read-only image and a format exiv2 cannot write get a sidecar;
+// bytes alone; a read-only image, a format exiv2 cannot write and XMP of the older
+// form that exiv2 would rewrite get a sidecar;
 // a 200-file run SIGKILLed 10 times leaves every file whole, and a rerun ends it.
 #include <QDir>
 #include <QFile>
@@ -197,6 +198,35 @@ class TestAltText : public QObject {
     for (const QString& name : names) QVERIFY2(bytesOf(work + "/" + name) == bytesOf(reference + "/" + name), qPrintable(name));
     // The killed runs' temporary copies are gone too.
     QCOMPARE(QDir(work).entryList(QDir::Files | QDir::Hidden).size(), 200);
+  }
+
+  // XMP of the older form (as Photoshop wrote it before 2008, rdf:about="uuid:..."),
+  // which exiv2's toolkit would rewrite: the image stays byte-equal, the alt text goes
+  // to its sidecar.
+  void olderXmpGetsASidecar() {
+    const QString folder = dir_ + "/legacy";
+    QDir().mkpath(folder);
+    const QString photo = folder + "/scan.jpg";
+    const auto made = expnet_test::runProcess(
+        "/usr/bin/python3",
+        {"-c", "import cv2, numpy as np, struct, sys\n"
+               "img = np.zeros((48, 64, 3), np.uint8); cv2.circle(img, (20, 24), 10, (0, 0, 255), -1)\n"
+               "jpg = cv2.imencode('.jpg', img)[1].tobytes()\n"
+               "packet = (\"<?xpacket begin='' id='W5M0MpCehiHzreSzNTczkc9d'?><x:xmpmeta xmlns:x='adobe:ns:meta/'>\"\n"
+               "  \"<rdf:RDF xmlns:rdf='http://www.w3.org/1999/02/22-rdf-syntax-ns#'>\"\n"
+               "  \"<rdf:Description rdf:about='uuid:041bd455-5822-11da-a45f-9ff35f197920' xmlns:xapMM='http://ns.adobe.com/xap/1.0/mm/'>\"\n"
+               "  \"<xapMM:InstanceID>uuid:C9808EFB568D11DA9AA186CD88375B04</xapMM:InstanceID></rdf:Description>\"\n"
+               "  \"</rdf:RDF></x:xmpmeta><?xpacket end='w'?>\").encode()\n"
+               "body = b'http://ns.adobe.com/xap/1.0/\\x00' + packet\n"
+               "open(sys.argv[1], 'wb').write(jpg[:2] + b'\\xff\\xe1' + struct.pack('>H', len(body) + 2) + body + jpg[2:])",
+         photo});
+    QVERIFY2(made.exitCode == 0, made.err.constData());
+    QCOMPARE(tagsOf(photo)["XMP-xmpMM:InstanceID"].toString(), QStringLiteral("uuid:C9808EFB568D11DA9AA186CD88375B04"));
+    const QByteArray bytes = bytesOf(photo);
+    const auto run = caption({}, {photo});
+    QVERIFY2(run.exitCode == 0 && run.err.contains("1 into sidecars") && run.err.contains("older form"), run.err.constData());
+    QCOMPARE(bytesOf(photo), bytes);
+    QVERIFY(!tagsOf(photo + ".xmp")["XMP-iptcCore:AltTextAccessibility"].toString().isEmpty());
   }
 
   void sidecarsDryRunsAndReadOnlyImagesLeaveTheBytes() {

@@ -1,6 +1,7 @@
 #include "expnet/metadata/alt_text.h"
 
 #include <fcntl.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -190,6 +191,26 @@ void write_sidecar(const std::string& image, const AltTextRecord& before, const 
   temp.commit(sidecar);
 }
 
+// Whether the file's bytes hold XMP of the older form (rdf:about="uuid:..."). exiv2 shows
+// only the packet it re-encoded, so the file itself is searched (mapped, not read in).
+bool holds_legacy_xmp(const std::string& path) {
+  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return false;
+  struct stat info{};
+  bool found = false;
+  if (::fstat(fd, &info) == 0 && info.st_size > 0) {
+    const size_t size = static_cast<size_t>(info.st_size);
+    void* bytes = ::mmap(nullptr, size, PROT_READ, MAP_PRIVATE, fd, 0);
+    if (bytes != MAP_FAILED) {
+      for (const char* needle : {"rdf:about='uuid:", "rdf:about=\"uuid:"})
+        found = found || ::memmem(bytes, size, needle, std::strlen(needle)) != nullptr;
+      ::munmap(bytes, size);
+    }
+  }
+  ::close(fd);
+  return found;
+}
+
 AltTextRecord read_file_record(const std::string& path) {
   auto file = Exiv2::ImageFactory::open(path);
   file->readMetadata();
@@ -221,6 +242,10 @@ AltTextOutcome write_alt_text(const std::string& image, const std::string& capti
       before = record_of(file->xmpData());
       if (!to_sidecar && file->checkMode(Exiv2::mdXmp) != Exiv2::amReadWrite)
         to_sidecar = true, why_sidecar = "exiv2 cannot write XMP into this format";
+      // XMP of the older form (Photoshop before 2008: rdf:about="uuid:...") is rewritten
+      // by exiv2's XMP toolkit, its UUID moved over xmpMM:InstanceID: a sidecar keeps every field.
+      if (!to_sidecar && holds_legacy_xmp(image))
+        to_sidecar = true, why_sidecar = "its XMP is of an older form that exiv2 would rewrite (rdf:about=uuid)";
     }
     // Read-only: not writable by us, or no write permission for anyone (root could write it, but its owner said no).
     struct stat mode{};
