@@ -14,6 +14,7 @@
 #include "expnet/decode/captioner.h"
 #include "expnet/image/image_inputs.h"
 #include "expnet/metadata/alt_text.h"
+#include "expnet/system/atomic_file.h"
 #include "expnet/model/demo_model.h"
 #include "expnet/system/digest.h"
 
@@ -132,7 +133,7 @@ void run(const RuntimeOptions& runtime, const CaptionArgs& args) {
     std::set<std::string> folders;  // what killed runs left there goes first
     for (const auto& input : inputs)
       if (input.error.empty()) folders.insert(std::filesystem::path(input.path).parent_path().string());
-    for (const auto& folder : folders) remove_stale_alt_text_copies(folder.empty() ? "." : folder);
+    for (const auto& folder : folders) remove_stale_temporaries(folder.empty() ? "." : folder);
   }
   AltTextTally tally;
   size_t done = 0, failed = 0;

@@ -189,7 +189,7 @@ class TestAltText : public QObject {
           killedMidway, written, static_cast<long long>(QDir(work).entryList(QDir::Files | QDir::Hidden).size() - 200));
     QVERIFY2(written > 0 && written < 200, "the kills did not land between the first and the last file");
     // A copy a killed writer left (its pid gone): the next run removes it.
-    QFile stale(work + "/.photo000.png.expnet-4194303.tmp");
+    QFile stale(work + "/photo000.png.tmp.4194303.12345");
     QVERIFY(stale.open(QIODevice::WriteOnly) && stale.write("half") == 4);
     stale.close();
     QProcess rest;

@@ -9,10 +9,10 @@
 #include <chrono>
 #include <cstdlib>
 #include <cstring>
-#include <csignal>
 #include <ctime>
 #include <filesystem>
 #include <mutex>
+#include <random>
 #include <stdexcept>
 
 #ifdef EXPNET_HAVE_EXIV2
@@ -37,24 +37,6 @@ std::string alt_text_date() {
   char text[32];
   std::strftime(text, sizeof text, "%Y-%m-%dT%H:%M:%SZ", &utc);
   return text;
-}
-
-int remove_stale_alt_text_copies(const std::string& folder) {
-  int removed = 0;
-  std::error_code error;
-  for (const auto& entry : fs::directory_iterator(folder, error)) {
-    const std::string name = entry.path().filename().string();
-    const size_t mark = name.rfind(".expnet-");
-    if (name.empty() || name[0] != '.' || mark == std::string::npos || name.size() < 4 ||
-        name.compare(name.size() - 4, 4, ".tmp") != 0)
-      continue;
-    const std::string digits = name.substr(mark + 8, name.size() - 4 - (mark + 8));
-    if (digits.empty() || digits.find_first_not_of("0123456789") != std::string::npos) continue;
-    const pid_t pid = static_cast<pid_t>(std::stol(digits));
-    if (pid == ::getpid() || ::kill(pid, 0) == 0 || errno != ESRCH) continue;  // alive, or not ours to judge
-    if (::unlink(entry.path().c_str()) == 0) ++removed;
-  }
-  return removed;
 }
 
 #ifdef EXPNET_HAVE_EXIV2
@@ -128,12 +110,13 @@ void sync_folder(const fs::path& folder) {
   if (fd >= 0) ::fsync(fd), ::close(fd);
 }
 
-// A temporary name beside `target`, removed unless committed.
+// A temporary name beside `target`, removed unless committed. Named as
+// write_file_atomic names its own (<target>.tmp.<pid>.<random>), so what a killed
+// writer left is found by remove_stale_temporaries (expnet/system/atomic_file.h).
 class TempBeside {
  public:
   explicit TempBeside(const std::string& target) {
-    const fs::path t(target);
-    path_ = (t.parent_path() / ("." + t.filename().string() + ".expnet-" + std::to_string(::getpid()) + ".tmp")).string();
+    path_ = target + ".tmp." + std::to_string(::getpid()) + "." + std::to_string(std::random_device{}());
   }
   ~TempBeside() {
     if (!committed_) ::unlink(path_.c_str());

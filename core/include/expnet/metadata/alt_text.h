@@ -39,11 +39,6 @@ std::string alt_text_date();
 // throws for a file's problem: it is the outcome's "failed" with the reason.
 AltTextOutcome write_alt_text(const std::string& image, const std::string& caption, const AltTextOptions& options);
 
-// Removes what killed writers left in `folder` (their temporary copies,
-// `.NAME.expnet-PID.tmp` of a PID no longer alive); returns how many. The
-// originals beside them were never touched (docs/metadata.md).
-int remove_stale_alt_text_copies(const std::string& folder);
-
 // What a file holds now (embedded, or its sidecar when the image has none):
 // the alt text (x-default), the description, and the caption our namespace
 // records as ours ("" when none).
