@@ -15,8 +15,6 @@
 #include "expnet/image/image_inputs.h"
 #include "expnet/metadata/alt_text.h"
 #include "expnet/system/atomic_file.h"
-#include "expnet/model/demo_model.h"
-#include "expnet/system/digest.h"
 
 namespace expnet::cli {
 namespace {
@@ -32,14 +30,6 @@ struct CaptionArgs {
   bool write_alt_text = false;
   AltTextOptions alt;  // --sidecar, --overwrite, --dry-run, --keep-mtime
 };
-
-// The model named in the alt text's record: the checkpoint's file name and SHA-256.
-void name_the_model(const ModelArgs& model, AltTextOptions& alt) {
-  const std::string path = !model.checkpoint.empty() ? model.checkpoint : builtin_model_path(model.model);
-  alt.model_name = !model.checkpoint.empty() ? std::filesystem::path(model.checkpoint).filename().string() : model.model;
-  alt.model_sha256 = sha256_file(path);
-  alt.date = alt_text_date();
-}
 
 // --write-alt-text's account: what each file got, then written / skipped / failed with their reasons.
 struct AltTextTally {
@@ -129,7 +119,7 @@ void run(const RuntimeOptions& runtime, const CaptionArgs& args) {
   const bool progress = isatty(STDERR_FILENO) != 0;
   AltTextOptions alt = args.alt;
   if (args.write_alt_text) {
-    name_the_model(args.model, alt);
+    name_alt_text_model(alt, args.model.model, args.model.checkpoint);
     std::set<std::string> folders;  // what killed runs left there goes first
     for (const auto& input : inputs)
       if (input.error.empty()) folders.insert(std::filesystem::path(input.path).parent_path().string());

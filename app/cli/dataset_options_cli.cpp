@@ -5,8 +5,12 @@
 namespace expnet::cli {
 
 void add_dataset_options(CLI::App* command, DatasetArgs& args) {
-  command->add_option("--dataset", args.path, "Dataset file, or a folder holding dataset_coco.json")->required();
-  command->add_option("--format", args.format, "auto, karpathy, coco, csv or jsonl")->capture_default_str();
+  command->add_option("--dataset", args.path, "Dataset file, a folder holding dataset_coco.json, or a folder of photos")
+      ->required();
+  command
+      ->add_option("--format", args.format,
+                   "auto, karpathy, coco, csv, jsonl or photos (a folder of photos: their alt text)")
+      ->capture_default_str();
   command->add_option("--image-root", args.image_root, "Folder the image paths are relative to (default: the dataset file's folder)");
 }
 
@@ -18,6 +22,7 @@ Dataset read_dataset(const DatasetArgs& args) {
   Dataset dataset = load_dataset(args.path, options);
   spdlog::info("{} ({}): {} images, {} captions", dataset.source, format_name(dataset.format), dataset.images.size(),
                dataset.caption_count());
+  for (const std::string& file : dataset.unreadable) spdlog::warn("without references, its metadata unread: {}", file);
   return dataset;
 }
 

@@ -7,7 +7,11 @@
 // --overwrite; a second run skips; --sidecar and --dry-run leave the images'
 // bytes alone; a read-only image, a format exiv2 cannot write and XMP of the older
 // form that exiv2 would rewrite get a sidecar;
-// a 200-file run SIGKILLed 10 times leaves every file whole, and a rerun ends it.
+// a 200-file run SIGKILLed 10 times leaves every file whole, and a rerun ends it;
+// hostile files (100 MB XMP, an inflating XMP, corrupt XMP, 1,000 APP1 segments,
+// looping IFDs) each get a clear error within 5 s and 500 MB while the batch goes
+// on; a full disk (a small tmpfs, as root) is reported and leaves the image whole;
+// a folder of captioned photos opens as a dataset (format photos) and is evaluated on.
 #include <QDir>
 #include <QFile>
 #include <QJsonArray>
@@ -16,6 +20,13 @@
 #include <QRandomGenerator>
 #include <QtTest>
 
+#include <fcntl.h>
+#include <spawn.h>
+#include <sys/resource.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
 #include <csignal>
 
 #include <opencv2/imgcodecs.hpp>
@@ -51,6 +62,39 @@ bool mayChange(const QString& key) {
   for (const QString& p : prefixes)
     if (key.startsWith(p)) return true;
   return key.endsWith("Offsets") || key.endsWith("ByteCounts") || key.endsWith("Offset") || key.endsWith(":XMP");
+}
+
+// A run of `program` with its wall time and peak memory (wait4's own figure for that child).
+struct MeasuredRun {
+  int exitCode = -1;
+  double seconds = 0;
+  long peakMegabytes = 0;
+  QByteArray err;
+};
+
+MeasuredRun runMeasured(const QString& program, const QStringList& args, const QString& errFile) {
+  std::vector<std::string> words{program.toStdString()};
+  for (const QString& a : args) words.push_back(a.toStdString());
+  std::vector<char*> argv;
+  for (auto& w : words) argv.push_back(w.data());
+  argv.push_back(nullptr);
+  posix_spawn_file_actions_t actions;
+  posix_spawn_file_actions_init(&actions);
+  posix_spawn_file_actions_addopen(&actions, 1, "/dev/null", O_WRONLY, 0);
+  posix_spawn_file_actions_addopen(&actions, 2, errFile.toLocal8Bit().constData(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+  MeasuredRun run;
+  const auto start = std::chrono::steady_clock::now();
+  pid_t pid = 0;
+  if (posix_spawn(&pid, argv[0], &actions, nullptr, argv.data(), environ) == 0) {
+    int status = 0;
+    struct rusage usage {};
+    if (::wait4(pid, &status, 0, &usage) == pid && WIFEXITED(status)) run.exitCode = WEXITSTATUS(status);
+    run.peakMegabytes = usage.ru_maxrss / 1024;
+  }
+  run.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  posix_spawn_file_actions_destroy(&actions);
+  run.err = bytesOf(errFile);
+  return run;
 }
 
 }  // namespace
@@ -261,6 +305,150 @@ class TestAltText : public QObject {
     QVERIFY(bytesOf(tif) != tifBytes);
     QCOMPARE(QFileInfo(tif).lastModified(), old);
     QCOMPARE(QFileInfo(tif).permissions(), QFileInfo(jpg).permissions());
+  }
+
+  // A folder of photos opens as a dataset: a person's alt text and descriptions (embedded,
+  // or in a sidecar ExifTool wrote) are its references; the model's unedited captions are
+  // not; a damaged file is named and kept without references. It is indexed and searched
+  // as any dataset, and `expnet eval` scores the model on it image by image.
+  void aCaptionedFolderOpensAsADataset() {
+    const QString folder = dir_ + "/own_photos";
+    makeImages(folder);  // camera.jpg and scan.tif carry a person's description
+    const auto tagged = expnet_test::runProcess(
+        "exiftool", {"-q", "-overwrite_original",
+                     "-XMP-iptcCore:AltTextAccessibility=a red circle on a black background", folder + "/plain.png"});
+    QVERIFY2(tagged.exitCode == 0, tagged.err.constData());
+    const auto sidecar =
+        expnet_test::runProcess("exiftool", {"-q", "-o", folder + "/old.bmp.xmp",
+                                             "-XMP-iptcCore:AltTextAccessibility=one red circle", folder + "/old.bmp"});
+    QVERIFY2(sidecar.exitCode == 0, sidecar.err.constData());
+    const auto machine = caption({}, {folder + "/web.webp"});  // the model's caption only: no reference
+    QVERIFY2(machine.exitCode == 0, machine.err.constData());
+    QDir().mkpath(folder + "/damaged");
+    const auto made = expnet_test::runProcess(
+        "/usr/bin/python3",
+        {"-c",
+         "import cv2, numpy as np, struct, sys\n"
+         "jpg = cv2.imencode('.jpg', np.zeros((32, 32, 3), np.uint8))[1].tobytes()\n"
+         "body = b'http://ns.adobe.com/xap/1.0/\\x00<x:xmpmeta><rdf:RDF><broken'\n"
+         "open(sys.argv[1], 'wb').write(jpg[:2] + b'\\xff\\xe1' + struct.pack('>H', len(body) + 2) + body + jpg[2:])",
+         folder + "/damaged/scan.jpg"});
+    QVERIFY2(made.exitCode == 0, made.err.constData());
+
+    const auto stats =
+        expnet_test::runProcess(expnet_test::cliPath(), {"dataset", "stats", "--dataset", folder, "--json"});
+    QVERIFY2(stats.exitCode == 0, stats.err.constData());
+    const QJsonObject s = QJsonDocument::fromJson(stats.out).object();
+    QCOMPARE(s["format"].toString(), QStringLiteral("photos"));
+    QCOMPARE(s["images"].toInt(), 6);
+    QCOMPARE(s["captions"].toInt(), 4);  // camera, scan (descriptions), plain (alt text), old.bmp (its sidecar)
+    QCOMPARE(s["images_without_captions"].toInt(), 2);  // web.webp (the model's caption), damaged/scan.jpg
+    QVERIFY2(stats.err.contains("damaged/scan.jpg") && stats.err.contains("not well-formed XML"),
+             stats.err.constData());
+
+    const QString db = dir_ + "/own_photos.index.sqlite";
+    const auto index =
+        expnet_test::runProcess(expnet_test::cliPath(), {"dataset", "index", "--dataset", folder, "--db", db});
+    QVERIFY2(index.exitCode == 0, index.err.constData());
+    const auto found =
+        expnet_test::runProcess(expnet_test::cliPath(), {"dataset", "query", "--db", db, "--text", "black background"});
+    QVERIFY2(found.exitCode == 0 && found.out.startsWith("1 images match") && found.out.contains("plain.png"),
+             found.out.constData());
+
+    const auto eval =
+        expnet_test::runProcess(expnet_test::cliPath(), {"eval", "--model", "demo", "--dataset", folder, "--split",
+                                                         "test", "--db", dir_ + "/own_eval.sqlite", "--json"});
+    QVERIFY2(eval.exitCode == 0, eval.err.constData());
+    const QJsonObject e = QJsonDocument::fromJson(eval.out).object();
+    int scored = 0;
+    for (const auto& entry : e["per_image"].toArray()) scored += entry.toObject().contains("scores");
+    QCOMPARE(e["per_image"].toArray().size(), 6);
+    QCOMPARE(scored, 4);
+    QVERIFY(e["corpus"].toObject().contains("CIDEr"));
+  }
+
+  // Each hostile file alone: exit 1 with its reason, within 5 s and 500 MB more than
+  // the same run on a plain photo, its bytes unchanged. Then all in one batch with a
+  // plain photo: that one is written, the others fail one by one.
+  void hostileFilesFailOneByOne() {
+    const QString folder = dir_ + "/hostile";
+    QDir().mkpath(folder);
+    const auto made = expnet_test::runProcess("/usr/bin/python3",
+                                              {QStringLiteral(EXPNET_METADATA_TEST_DIR "/hostile_files.py"), folder});
+    QVERIFY2(made.exitCode == 0, made.err.constData());
+    const QStringList hostile = {"huge_xmp.png",  "inflating_xmp.png", "huge_xmp.tif",        "corrupt_xmp.jpg",
+                                 "many_app1.jpg", "looping_ifds.tif",  "looping_exif_ifd.tif"};
+    const QStringList reasons = {"100.0 MB",
+                                 "inflates to more than",
+                                 "TIFF tag 700",
+                                 "not well-formed XML",
+                                 "500 Exif and 500 XMP blocks",
+                                 "form a loop",
+                                 "form a loop"};
+    const QStringList args = {"caption", "--model", "demo", "--threads", "1", "--write-alt-text"};
+    const QString plainCopy = dir_ + "/hostile_plain.jpg";
+    QVERIFY(QFile::copy(folder + "/plain.jpg", plainCopy));
+    const MeasuredRun plain = runMeasured(expnet_test::cliPath(), args + QStringList{plainCopy}, dir_ + "/plain.err");
+    QVERIFY2(plain.exitCode == 0, plain.err.constData());
+    for (int k = 0; k < hostile.size(); ++k) {
+      const QString path = folder + "/" + hostile[k];
+      const QByteArray before = bytesOf(path);
+      const MeasuredRun run = runMeasured(expnet_test::cliPath(), args + QStringList{path}, dir_ + "/hostile.err");
+      qInfo("%s: exit %d in %.2f s, peak %ld MB (a plain photo: %.2f s, %ld MB)", qPrintable(hostile[k]), run.exitCode,
+            run.seconds, run.peakMegabytes, plain.seconds, plain.peakMegabytes);
+      QVERIFY2(run.exitCode == 1 && run.err.contains("error: alt text of") && run.err.contains(reasons[k].toUtf8()),
+               qPrintable(hostile[k] + ": " + run.err));
+      QVERIFY2(run.err.contains("0 written into images, 0 into sidecars, 0 skipped, 1 failed"), run.err.constData());
+      QVERIFY2(run.seconds < plain.seconds + 5, qPrintable(hostile[k]));
+      QVERIFY2(run.peakMegabytes < plain.peakMegabytes + 500, qPrintable(hostile[k]));
+      QVERIFY2(bytesOf(path) == before, qPrintable(hostile[k] + " changed"));
+      QVERIFY(!QFile::exists(path + ".xmp"));
+    }
+    const MeasuredRun batch = runMeasured(expnet_test::cliPath(), args + QStringList{folder}, dir_ + "/batch.err");
+    QVERIFY2(batch.exitCode == 1 && batch.err.contains("1 written into images, 0 into sidecars, 0 skipped, 7 failed"),
+             batch.err.constData());
+    // A damaged XMP packet with --sidecar: the image is not touched, the sidecar is written.
+    const QByteArray corrupt = bytesOf(folder + "/corrupt_xmp.jpg");
+    const auto side = caption({"--sidecar"}, {folder + "/corrupt_xmp.jpg"});
+    QVERIFY2(side.exitCode == 0 && side.err.contains("1 into sidecars"), side.err.constData());
+    QCOMPARE(bytesOf(folder + "/corrupt_xmp.jpg"), corrupt);
+    for (const QString& name : hostile) QFile::remove(folder + "/" + name);
+  }
+
+  // A full disk (a 1 MB tmpfs, filled): the image stays whole, the error says so,
+  // nothing is left beside it; with room again the rerun writes it.
+  void aFullDiskIsReportedAndTheImageKept() {
+    if (::geteuid() != 0) {
+      if (qEnvironmentVariableIsSet("EXPNET_REQUIRE_NETNS"))
+        QFAIL("a full disk is tested on a tmpfs, which needs root");
+      QSKIP("a full disk is tested on a tmpfs mounted here, which needs root (CI runs it)");
+    }
+    const QString disk = dir_ + "/small_disk";
+    QDir().mkpath(disk);
+    const auto mounted = expnet_test::runProcess("mount", {"-t", "tmpfs", "-o", "size=1m", "tmpfs", disk});
+    QVERIFY2(mounted.exitCode == 0, mounted.err.constData());
+    struct Unmount {
+      QString path;
+      ~Unmount() { expnet_test::runProcess("umount", {"-l", path}); }
+    } unmount{disk};
+    const QString photo = disk + "/camera.jpg";
+    makeImages(dir_ + "/full_source");
+    QVERIFY(QFile::copy(dir_ + "/full_source/camera.jpg", photo));
+    const QByteArray before = bytesOf(photo);
+    QFile filler(disk + "/filler");
+    QVERIFY(filler.open(QIODevice::WriteOnly));
+    const QByteArray block(4096, 'x');
+    while (filler.write(block) == block.size() && filler.flush()) {
+    }
+    filler.close();
+    const auto full = caption({}, {photo});
+    QVERIFY2(full.exitCode == 1 && full.err.contains("No space left on device") && full.err.contains("1 failed"),
+             full.err.constData());
+    QCOMPARE(bytesOf(photo), before);
+    QCOMPARE(QDir(disk).entryList(QDir::Files | QDir::Hidden).size(), 2);  // the photo and the filler
+    QVERIFY(filler.remove());
+    const auto roomy = caption({}, {photo});
+    QVERIFY2(roomy.exitCode == 0 && roomy.err.contains("1 written into images"), roomy.err.constData());
   }
 };
 

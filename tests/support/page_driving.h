@@ -7,6 +7,7 @@
 #include <QDropEvent>
 #include <QElapsedTimer>
 #include <QMimeData>
+#include <QTimer>
 #include <QUrl>
 #include <QWidget>
 #include <QtTest>
@@ -26,6 +27,28 @@ bool waitUntil(Done done, int ms = 300000) {
   }
   return true;
 }
+
+// The longest the event loop went without turning (a 10 ms timer's gaps), from
+// construction until stop(): what a user would feel as a frozen window.
+class StallMeter {
+ public:
+  StallMeter() {
+    tick_.setInterval(10);
+    QObject::connect(&tick_, &QTimer::timeout, [this] {
+      longest_ = std::max(longest_, clock_.elapsed() - last_);
+      last_ = clock_.elapsed();
+    });
+    clock_.start();
+    tick_.start();
+  }
+  void stop() { tick_.stop(); }
+  qint64 longestGapMs() const { return longest_; }
+
+ private:
+  QElapsedTimer clock_;
+  QTimer tick_;
+  qint64 last_ = 0, longest_ = 0;
+};
 
 // Drags `paths` onto the middle of `target` and drops them; both events must be accepted.
 // A file manager's file:// URL of a name given as bytes (%XX kept: a name

@@ -23,9 +23,12 @@ QString captionDetailsHtml(const CaptionItem& item, const Theme& theme) {
                   .arg(h.value(QStringLiteral("sum_logprob")).toDouble(), 0, 'f', 3);
     }
     html += QStringLiteral("</table>");
+    if (!item.edited.isEmpty())
+      html += QStringLiteral("<p><b>Edited</b>: <i>%1</i></p>").arg(item.edited.toHtmlEscaped());
   } else {
     html += QStringLiteral("<p>%1</p>").arg((item.caption().isEmpty() ? item.statusText() : item.caption()).toHtmlEscaped());
   }
+  if (!item.altText.isEmpty()) html += QStringLiteral("<p><b>Alt text</b>: %1</p>").arg(item.altText.toHtmlEscaped());
   if (!item.ms.isEmpty())
     html += QStringLiteral("<p><b>Time</b>: preprocess %1 ms, encode %2 ms, decode %3 ms</p>")
                 .arg(item.ms.value(QStringLiteral("preprocess")).toDouble(), 0, 'f', 1)

@@ -2,6 +2,7 @@
 
 #include <QBrush>
 #include <QFileInfo>
+#include <QFont>
 #include <QJsonDocument>
 #include <QPainter>
 #include <QPixmap>
@@ -33,6 +34,11 @@ void writeAtomic(const QString& file, const QByteArray& bytes) {
 }  // namespace
 
 QString CaptionItem::caption() const {
+  if (!edited.isEmpty()) return edited;
+  return modelCaption();
+}
+
+QString CaptionItem::modelCaption() const {
   if (!nbest.isEmpty()) return nbest.first().toObject().value(QStringLiteral("text")).toString();
   return partial;
 }
@@ -46,7 +52,8 @@ QString CaptionItem::statusText() const {
     case Status::Done: {
       double total = 0;
       for (const auto& v : ms) total += v.toDouble();
-      return QStringLiteral("Done · %1 ms").arg(total, 0, 'f', 1);
+      return QStringLiteral("Done · %1 ms").arg(total, 0, 'f', 1) +
+             (edited.isEmpty() ? QString() : QStringLiteral(" · edited"));
     }
   }
   return {};
@@ -67,7 +74,9 @@ QJsonObject CaptionItem::toJson() const {
     return out;
   }
   out.insert(QStringLiteral("caption"), caption());
+  if (!edited.isEmpty()) out.insert(QStringLiteral("model_caption"), modelCaption());
   out.insert(QStringLiteral("status"), statusText());
+  if (!altText.isEmpty()) out.insert(QStringLiteral("alt_text"), altText);
   if (!nbest.isEmpty()) out.insert(QStringLiteral("nbest"), nbest);
   if (!ms.isEmpty()) out.insert(QStringLiteral("ms"), ms);
   if (!settings.isEmpty()) out.insert(QStringLiteral("settings"), settings);
@@ -89,16 +98,34 @@ QVariant CaptionModel::data(const QModelIndex& index, int role) const {
       break;
     case CaptionColumn:
       if (role == Qt::DisplayRole) return failed ? item.error : item.caption();
+      if (role == Qt::EditRole) return item.caption();
       if (role == Qt::ForegroundRole && failed) return QBrush(Theme::current().errorText());
       if (role == Qt::ForegroundRole && item.status == CaptionItem::Status::Running) return QBrush(Theme::current().mutedText());
-      if (role == Qt::ToolTipRole) return failed ? item.error : item.caption();
+      if (role == Qt::FontRole && !item.edited.isEmpty()) {  // an edit is marked: italic, and said in the status
+        QFont font;
+        font.setItalic(true);
+        return font;
+      }
+      if (role == Qt::ToolTipRole && !item.edited.isEmpty())
+        return QStringLiteral("Edited; the model wrote: %1").arg(item.modelCaption());
+      if (role == Qt::ToolTipRole)
+        return failed ? item.error
+                      : item.caption() + (item.status == CaptionItem::Status::Done
+                                              ? QStringLiteral("\n(double-click or F2 to edit)")
+                                              : QString());
       break;
     case StatusColumn:
       if (role == Qt::DisplayRole) {  // a long model name is cut here (the column sizes to it); the tooltip has it whole
         const QString by = item.madeBy();
-        return by.isEmpty() ? item.statusText()
-                            : item.statusText() + QLatin1Char('\n') + (by.size() > 40 ? by.left(18) + QStringLiteral("…") + by.right(21) : by);
+        const QString status = by.isEmpty()
+                                   ? item.statusText()
+                                   : item.statusText() + QLatin1Char('\n') +
+                                         (by.size() > 40 ? by.left(18) + QStringLiteral("…") + by.right(21) : by);
+        return item.altText.isEmpty()
+                   ? status
+                   : status + QStringLiteral("\nAlt text: ") + item.altText.section(QLatin1Char(':'), 0, 0);
       }
+      if (role == Qt::ToolTipRole && !item.altText.isEmpty()) return QStringLiteral("Alt text: %1").arg(item.altText);
       if (role == Qt::ToolTipRole && !item.madeBy().isEmpty()) return QStringLiteral("Captioned by %1").arg(item.madeBy());
       if (role == Qt::ForegroundRole && failed) return QBrush(Theme::current().errorText());
       break;
@@ -114,6 +141,26 @@ QVariant CaptionModel::headerData(int section, Qt::Orientation orientation, int 
     case StatusColumn: return QStringLiteral("Status");
   }
   return {};
+}
+
+Qt::ItemFlags CaptionModel::flags(const QModelIndex& index) const {
+  Qt::ItemFlags flags = QAbstractTableModel::flags(index);
+  if (index.isValid() && index.column() == CaptionColumn && index.row() < items_.size() &&
+      items_.at(index.row()).status == CaptionItem::Status::Done)
+    flags |= Qt::ItemIsEditable;
+  return flags;
+}
+
+bool CaptionModel::setData(const QModelIndex& index, const QVariant& value, int role) {
+  if (role != Qt::EditRole || !(flags(index) & Qt::ItemIsEditable)) return false;
+  const QString text = value.toString().simplified();  // one line, as alt text is
+  if (text.isEmpty()) return false;                    // an empty caption is not an edit
+  update(index.row(), [&](CaptionItem& item) {
+    const QString edit = text == item.modelCaption() ? QString() : text;
+    if (edit != item.edited) item.altText.clear();  // what was saved is no longer what is shown
+    item.edited = edit;
+  });
+  return true;
 }
 
 int CaptionModel::append(const QVector<CaptionItem>& items) {
@@ -146,10 +193,13 @@ void CaptionModel::update(int row, const std::function<void(CaptionItem&)>& chan
   emit itemChanged(row);
 }
 
-void CaptionModel::setSubmitted(int row, const QJsonObject& settings) {
+void CaptionModel::setSubmitted(int row, const QJsonObject& settings, const QString& builtinModel,
+                                const QString& checkpoint) {
   update(row, [&](CaptionItem& item) {
     item.submitted = true;
     item.settings = settings;
+    item.builtinModel = builtinModel;
+    item.checkpoint = checkpoint;
   });
 }
 
@@ -186,6 +236,10 @@ void CaptionModel::setFailed(int row, const QString& error) {
 
 void CaptionModel::setCancelled(int row) {
   update(row, [](CaptionItem& item) { item.status = CaptionItem::Status::Cancelled; });
+}
+
+void CaptionModel::setAltText(int row, const QString& result) {
+  update(row, [&](CaptionItem& item) { item.altText = result; });
 }
 
 qint64 CaptionModel::cocoImageId(const QString& path, int row) {

@@ -1,7 +1,8 @@
 // The Caption page's items: one row per image with its thumbnail, status,
-// caption (growing word by word while decoding), n-best list with scores,
-// timing split and the decoding settings used. Also the exports (CSV, JSON
-// Lines, COCO results), written atomically.
+// caption (growing word by word while decoding; editable once done, the edit
+// marked), n-best list with scores, timing split, the decoding settings used
+// and what saving it as alt text did. Also the exports (CSV, JSON Lines, COCO
+// results), written atomically.
 #pragma once
 
 #include <QAbstractTableModel>
@@ -27,8 +28,12 @@ struct CaptionItem {
   QJsonObject settings;  // decoding settings used, and the model's name, precision and device
   QString error;
   bool submitted = false;  // handed to the worker
+  QString builtinModel, checkpoint;  // the model that captioned it: a built-in one by name, or a checkpoint file
+  QString edited;                    // the caption as a person edited it ("" = as the model wrote it)
+  QString altText;                   // what the last "Save as alt text" did to the file ("" = not saved)
 
-  QString caption() const;  // best caption, or the partial one while running
+  QString caption() const;       // the edited caption, else the best one, or the partial one while running
+  QString modelCaption() const;  // the model's best caption, edited or not
   QString statusText() const;
   QString madeBy() const;  // "demo (bf16) · beam 3" once submitted, else empty
   QJsonObject toJson() const;
@@ -44,6 +49,9 @@ class CaptionModel : public QAbstractTableModel {
   int columnCount(const QModelIndex& parent = {}) const override;
   QVariant data(const QModelIndex& index, int role) const override;
   QVariant headerData(int section, Qt::Orientation orientation, int role) const override;
+  Qt::ItemFlags flags(const QModelIndex& index) const override;
+  // A caption edited in place (done rows only); the model's own text again clears the mark.
+  bool setData(const QModelIndex& index, const QVariant& value, int role = Qt::EditRole) override;
 
   // Appends queued items; returns the first new row.
   int append(const QVector<CaptionItem>& items);
@@ -53,12 +61,13 @@ class CaptionModel : public QAbstractTableModel {
   int pendingCount() const;  // queued or running
 
   // The row goes to the worker with these decoding settings.
-  void setSubmitted(int row, const QJsonObject& settings);
+  void setSubmitted(int row, const QJsonObject& settings, const QString& builtinModel, const QString& checkpoint);
   void setRunning(int row, const QImage& thumbnail);
   void setPartial(int row, const QString& caption);
   void setDone(int row, const expnet::CaptionedImage& result);
   void setFailed(int row, const QString& error);
   void setCancelled(int row);
+  void setAltText(int row, const QString& result);
 
   // Exports the captioned items (failed ones too, with their error, in CSV and
   // JSON Lines; COCO results hold captioned images only). Throw

@@ -27,6 +27,7 @@
 #include <QUrl>
 #include <QVBoxLayout>
 
+#include "caption/alttextbar.h"
 #include "caption/captiondetails.h"
 #include "caption/captionmodel.h"
 #include "caption/decodingform.h"
@@ -57,7 +58,8 @@ const char* kNoModelHint =
 const char* kDropHint =
     "<h3>Drop images or folders here</h3>"
     "<p>Or press <b>Open…</b> (Ctrl+O), or paste an image (Ctrl+V). Captions stream in word by word; "
-    "select a row for its n-best list, timings and settings.</p>";
+    "select a row for its n-best list, timings and settings. Double-click a caption (or F2) to edit it, then "
+    "<b>Save as alt text</b> writes it into the photo's own metadata.</p>";
 }  // namespace
 
 CaptionPage::CaptionPage(StudioContext* context, QWidget* parent)
@@ -116,6 +118,8 @@ CaptionPage::CaptionPage(StudioContext* context, QWidget* parent)
   connect(items_, &QAbstractItemModel::rowsInserted, this, &CaptionPage::updateState);
   connect(items_, &QAbstractItemModel::modelReset, this, &CaptionPage::updateState);
   connect(items_, &CaptionModel::itemChanged, this, &CaptionPage::updateState);
+  connect(altTextBar_, &AltTextBar::savingStarted, this, &CaptionPage::updateState);
+  connect(altTextBar_, &AltTextBar::savingFinished, this, &CaptionPage::updateState);
   updateState();
 }
 
@@ -133,6 +137,7 @@ QWidget* CaptionPage::buildCentre() {
   table_->setSelectionBehavior(QAbstractItemView::SelectRows);
   table_->setSelectionMode(QAbstractItemView::ExtendedSelection);
   table_->setIconSize(QSize(72, 72));
+  table_->setEditTriggers(QAbstractItemView::DoubleClicked | QAbstractItemView::EditKeyPressed);
   table_->setWordWrap(true);
   table_->verticalHeader()->setVisible(false);
   table_->verticalHeader()->setDefaultSectionSize(80);
@@ -190,6 +195,11 @@ QWidget* CaptionPage::buildActions() {
   exportButton_->setMinimumHeight(open->sizeHint().height());
   connect(exportButton_, &QToolButton::clicked, this, &CaptionPage::exportCaptions);
 
+  altTextBar_ = new AltTextBar(items_, [this] {
+    QList<int> rows;
+    for (const QModelIndex& index : table_->selectionModel()->selectedRows()) rows << index.row();
+    return rows;
+  });
   progress_ = new QLabel;
   batchBar_ = new QProgressBar;
   batchBar_->setObjectName(QStringLiteral("batchProgress"));
@@ -204,7 +214,14 @@ QWidget* CaptionPage::buildActions() {
   row->addSpacing(12);
   row->addWidget(batchBar_);
   row->addWidget(progress_, 1);
-  return bar;
+  // Save as alt text on a row of its own: with its progress and summary it does not fit beside the buttons.
+  auto* both = new QWidget;
+  auto* rows = new QVBoxLayout(both);
+  rows->setContentsMargins(0, 0, 0, 0);
+  rows->setSpacing(0);
+  rows->addWidget(bar);
+  rows->addWidget(altTextBar_);
+  return both;
 }
 
 void CaptionPage::loadModel(const ModelRequest& request) {
@@ -328,7 +345,8 @@ void CaptionPage::submitQueued() {
   for (int row = 0; row < items_->rowCount(); ++row) {
     const auto& item = items_->item(row);
     if (item.status != CaptionItem::Status::Queued || item.submitted) continue;
-    items_->setSubmitted(row, settings);  // the row keeps the settings it was captioned with
+    // The row keeps the settings and the model it was captioned with (its alt text names that model).
+    items_->setSubmitted(row, settings, loaded_.checkpoint.isEmpty() ? loaded_.model : QString(), loaded_.checkpoint);
     jobs.push_back({row, item.path});
   }
   if (jobs.isEmpty()) return;
@@ -350,6 +368,7 @@ void CaptionPage::jobEnded() {
 
 void CaptionPage::cancel() {
   worker_->cancelAll();
+  altTextBar_->cancel();
   // Rows still waiting for a model are cancelled here; the worker reports the others.
   for (int row = 0; row < items_->rowCount(); ++row) {
     const auto& item = items_->item(row);
@@ -402,8 +421,9 @@ void CaptionPage::clearItems() {
     table_->selectRow(0);
     return updateState();
   }
-  if (inFlight_ > 0) cancel();
-  if (inFlight_ > 0) return;  // rows are still referenced by running jobs; cleared once they report back
+  if (inFlight_ > 0 || altTextBar_->isSaving()) cancel();
+  if (inFlight_ > 0 || altTextBar_->isSaving())
+    return;  // rows are still referenced by running jobs; cleared once they report back
   cleared_ = items_->items();
   batchStart_ = 0;
   items_->clear();
@@ -430,7 +450,7 @@ void CaptionPage::saveSettings() const {
   s.setValue(QStringLiteral("recent_models"), recentModels_.toSettings());
 }
 
-bool CaptionPage::isBusy() const { return loading_ || inFlight_ > 0; }
+bool CaptionPage::isBusy() const { return loading_ || inFlight_ > 0 || altTextBar_->isSaving(); }
 
 void CaptionPage::updateState() {
   if (loading_)
@@ -445,7 +465,8 @@ void CaptionPage::updateState() {
   hint_->setText(QString::fromUtf8(modelLoaded() ? kDropHint : kNoModelHint));
   const bool any = items_->rowCount() > 0;
   centre_->setCurrentIndex(any ? 1 : 0);
-  cancelButton_->setEnabled(items_->pendingCount() > 0);
+  cancelButton_->setEnabled(items_->pendingCount() > 0 || altTextBar_->isSaving());
+  altTextBar_->updateState();
   copyButton_->setEnabled(any);
   exportButton_->setEnabled(any);
   const bool undo = !any && !cleared_.isEmpty();

@@ -15,6 +15,7 @@
 #include "shell/studiopage.h"
 
 class ActionButton;
+class AltTextBar;
 class QLabel;
 class QProgressBar;
 class QStackedWidget;
@@ -36,6 +37,7 @@ class CaptionPage : public StudioPage {
   ~CaptionPage() override;
 
   CaptionModel* model() const { return items_; }
+  AltTextBar* altTextBar() const { return altTextBar_; }
   bool modelLoaded() const { return !modelName_.isEmpty(); }
   // Files and folders added lately, newest first (also the File > Recent menu).
   const RecentPaths& recent() const { return recent_; }
@@ -105,6 +107,7 @@ class CaptionPage : public StudioPage {
   QVector<CaptionItem> cleared_;  // what the last Clear removed, until rows are added again
   QLabel* progress_;
   QProgressBar* batchBar_;  // the images added together (a folder), while any is waiting
+  AltTextBar* altTextBar_;  // Save as alt text: its button, progress and summary
   int batchStart_ = 0;      // the first row of that batch
   QStackedWidget* centre_;
   HintLabel* hint_;

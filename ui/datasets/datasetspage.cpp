@@ -317,10 +317,10 @@ QWidget* DatasetsPage::buildTopBar() {
 QWidget* DatasetsPage::buildBrowse() {
   auto* split = new QSplitter(Qt::Horizontal);
   centre_ = new QStackedWidget;
-  hint_ = new HintLabel(QStringLiteral("Open a captioning dataset: File > Open dataset…, Open… (Ctrl+O) above, drop a "
-                                       "dataset file here, or expnet-studio --page datasets --dataset FILE. Its index "
-                                       "(SQLite, full-text search) is built once in the background and kept in the "
-                                       "cache; the grid then pages through any number of images."),
+  hint_ = new HintLabel(QStringLiteral("Open a captioning dataset (a file, or a folder of photos with alt text): File > Open "
+                                       "dataset…, Open… (Ctrl+O) above, a drop here, or expnet-studio --page datasets --dataset "
+                                       "FILE. Its index (SQLite, full-text search) is built once in the background and kept in "
+                                       "the cache; the grid then pages through any number of images."),
                         HintLabel::Kind::Panel);
   centre_->addWidget(hint_);
   view_ = new ThumbnailGrid(model_);

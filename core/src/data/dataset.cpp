@@ -15,6 +15,7 @@
 #include <unordered_map>
 
 #include "data/dataset_formats.h"
+#include "data/photo_folder.h"
 #include "expnet/system/atomic_file.h"
 #include "expnet/system/input_file.h"
 #include "expnet/text/caption_text.h"
@@ -90,11 +91,9 @@ template <typename Enum, size_t N>
 using NameTable = std::pair<Enum, const char*>[N];
 const NameTable<Split, 4> kSplitNames = {
     {Split::Train, "train"}, {Split::Restval, "restval"}, {Split::Val, "val"}, {Split::Test, "test"}};
-const NameTable<DatasetFormat, 5> kFormatNames = {{DatasetFormat::Auto, "auto"},
-                                                  {DatasetFormat::Karpathy, "karpathy"},
-                                                  {DatasetFormat::Coco, "coco"},
-                                                  {DatasetFormat::Csv, "csv"},
-                                                  {DatasetFormat::Jsonl, "jsonl"}};
+const NameTable<DatasetFormat, 6> kFormatNames = {
+    {DatasetFormat::Auto, "auto"}, {DatasetFormat::Karpathy, "karpathy"}, {DatasetFormat::Coco, "coco"},
+    {DatasetFormat::Csv, "csv"},   {DatasetFormat::Jsonl, "jsonl"},       {DatasetFormat::Photos, "photos"}};
 
 template <typename Enum, size_t N>
 const char* name_in(const NameTable<Enum, N>& table, Enum value) {
@@ -127,7 +126,7 @@ const char* format_name(DatasetFormat format) { return name_in(kFormatNames, for
 
 DatasetFormat parse_format(const std::string& text) {
   if (const auto format = value_in(kFormatNames, text)) return *format;
-  throw std::invalid_argument("unknown dataset format '" + text + "' (use auto, karpathy, coco, csv or jsonl)");
+  throw std::invalid_argument("unknown dataset format '" + text + "' (use auto, karpathy, coco, csv, jsonl or photos)");
 }
 
 std::string Dataset::image_path(const DatasetImage& image) const {
@@ -168,7 +167,11 @@ std::pair<std::string, DatasetFormat> resolve_dataset(const std::string& path, D
   if (!fs::exists(path, ec))
     throw std::runtime_error("dataset '" + path + "' does not exist; give a dataset file or a folder holding dataset_coco.json");
   std::string file = path;
-  if (fs::is_directory(path, ec)) {
+  const bool folder = fs::is_directory(path, ec);
+  if (format == DatasetFormat::Photos && !folder)
+    throw std::runtime_error("'" + path + "' is a file; --format photos takes a folder of photos");
+  if (format == DatasetFormat::Photos) return {path, format};
+  if (folder) {
     const fs::path karpathy = fs::path(path) / "dataset_coco.json";
     if (fs::exists(karpathy, ec)) {
       file = karpathy.string();
@@ -179,6 +182,8 @@ std::pair<std::string, DatasetFormat> resolve_dataset(const std::string& path, D
         if (entry.is_regular_file() && (ext == ".json" || ext == ".csv" || ext == ".jsonl" || ext == ".ndjson"))
           candidates.push_back(entry.path());
       }
+      // No dataset file: a folder of photos, their texts in their own metadata.
+      if (candidates.empty()) return {path, DatasetFormat::Photos};
       if (candidates.size() != 1)
         throw std::runtime_error("folder '" + path + "' has no dataset_coco.json and " + std::to_string(candidates.size()) +
                                  " other .json/.csv/.jsonl files; name the dataset file itself");
@@ -189,10 +194,29 @@ std::pair<std::string, DatasetFormat> resolve_dataset(const std::string& path, D
   return {file, format};
 }
 
+namespace {
+
+// Every reader keys images by id (the index, the evaluation, the trainer's samples): one image per id.
+Dataset unique_ids(Dataset dataset) {
+  const std::string& file = dataset.source;
+  std::unordered_map<int64_t, size_t> first;
+  for (size_t k = 0; k < dataset.images.size(); ++k) {
+    const auto [it, fresh] = first.emplace(dataset.images[k].cocoid, k);
+    if (!fresh)
+      throw std::runtime_error(file + ": image id " + std::to_string(dataset.images[k].cocoid) + " (" +
+                               dataset.images[k].filename + ") appears twice (images " + std::to_string(it->second) +
+                               " and " + std::to_string(k) + "); every image needs its own cocoid/id");
+  }
+  return dataset;
+}
+
+}  // namespace
+
 Dataset load_dataset(const std::string& path, const DatasetLoadOptions& options) {
   auto [file, format] = resolve_dataset(path, options.format);
-  const std::string text = read_text_file(file);
   Dataset dataset;
+  if (format == DatasetFormat::Photos) return unique_ids(read_photo_folder(file));
+  const std::string text = read_text_file(file);
   if (format == DatasetFormat::Csv) {
     dataset = read_csv(file, text);
   } else if (format == DatasetFormat::Jsonl) {
@@ -229,16 +253,7 @@ Dataset load_dataset(const std::string& path, const DatasetLoadOptions& options)
       }
     }
   }
-  // Every reader keys images by id (the index, the evaluation, the trainer's samples): one image per id.
-  std::unordered_map<int64_t, size_t> first;
-  for (size_t k = 0; k < dataset.images.size(); ++k) {
-    const auto [it, fresh] = first.emplace(dataset.images[k].cocoid, k);
-    if (!fresh)
-      throw std::runtime_error(file + ": image id " + std::to_string(dataset.images[k].cocoid) + " (" +
-                               dataset.images[k].filename + ") appears twice (images " + std::to_string(it->second) +
-                               " and " + std::to_string(k) + "); every image needs its own cocoid/id");
-  }
-  return dataset;
+  return unique_ids(std::move(dataset));
 }
 
 std::string karpathy_json(const Dataset& dataset) {

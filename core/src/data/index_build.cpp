@@ -19,6 +19,7 @@
 
 #include "data/index_writer.h"
 #include "data/karpathy_stream.h"
+#include "data/photo_folder.h"
 #include "expnet/system/digest.h"
 #include "expnet/system/paths.h"
 #include "system/sqlite_statement.h"
@@ -186,7 +187,13 @@ IndexBuildReport build_dataset_index_from_file(const std::string& dataset_path, 
 }
 
 std::string index_cache_path(const std::string& dataset_path) {
-  const std::string file = resolve_dataset(dataset_path, DatasetFormat::Auto).first;
+  const auto [file, format] = resolve_dataset(dataset_path, DatasetFormat::Auto);
+  if (format == DatasetFormat::Photos) {
+    const std::string absolute = fs::absolute(file).lexically_normal().string();
+    return (fs::path(cache_dir()) / "indexes" /
+            (sha1_hex(absolute + '\n' + photo_folder_fingerprint(file)) + ".sqlite"))
+        .string();
+  }
   struct stat info {};
   if (::stat(file.c_str(), &info) != 0) throw std::runtime_error("cannot read dataset file '" + file + "'; check the path and its permissions");
   const std::string absolute = fs::absolute(file).lexically_normal().string();

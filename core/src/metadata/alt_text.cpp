@@ -19,6 +19,10 @@
 #include <exiv2/exiv2.hpp>
 #endif
 
+#include "expnet/model/demo_model.h"
+#include "expnet/system/digest.h"
+#include "metadata/metadata_limits.h"
+
 namespace fs = std::filesystem;
 
 namespace expnet {
@@ -37,6 +41,12 @@ std::string alt_text_date() {
   char text[32];
   std::strftime(text, sizeof text, "%Y-%m-%dT%H:%M:%SZ", &utc);
   return text;
+}
+
+void name_alt_text_model(AltTextOptions& options, const std::string& builtin, const std::string& checkpoint) {
+  options.model_name = checkpoint.empty() ? builtin : fs::path(checkpoint).filename().string();
+  options.model_sha256 = sha256_file(checkpoint.empty() ? builtin_model_path(builtin) : checkpoint);
+  options.date = alt_text_date();
 }
 
 #ifdef EXPNET_HAVE_EXIV2
@@ -88,10 +98,13 @@ AltTextRecord record_of(const Exiv2::XmpData& xmp) {
   return r;
 }
 
-void apply(Exiv2::XmpData& xmp, const AltTextRecord& before, const std::string& caption, const AltTextOptions& o) {
+// expnet:altText is the model's caption: when a person edited it, the alt text
+// differs from it and later runs treat the alt text as theirs.
+void apply(Exiv2::XmpData& xmp, const AltTextRecord& before, const std::string& caption,
+           const std::string& model_caption, const AltTextOptions& o) {
   set_lang_alt(xmp, kAltText, caption);
   if (before.description.empty() || before.description == before.ours) set_lang_alt(xmp, kDescription, caption);
-  xmp["Xmp.expnet.altText"] = caption;
+  xmp["Xmp.expnet.altText"] = model_caption;
   xmp["Xmp.expnet.model"] = o.model_name;
   xmp["Xmp.expnet.modelSHA256"] = o.model_sha256;
   xmp["Xmp.expnet.date"] = o.date;
@@ -137,7 +150,8 @@ class TempBeside {
 };
 
 // The image rewritten with our fields into a copy beside it, which replaces it.
-void write_embedded(const std::string& image, const AltTextRecord& before, const std::string& caption, const AltTextOptions& o) {
+void write_embedded(const std::string& image, const AltTextRecord& before, const std::string& caption,
+                    const std::string& model_caption, const AltTextOptions& o) {
   struct stat original{};
   if (::stat(image.c_str(), &original) != 0) throw std::runtime_error(std::string("cannot read it: ") + std::strerror(errno));
   TempBeside temp(image);
@@ -145,7 +159,7 @@ void write_embedded(const std::string& image, const AltTextRecord& before, const
   {
     auto copy = Exiv2::ImageFactory::open(temp.path());
     copy->readMetadata();
-    apply(copy->xmpData(), before, caption, o);
+    apply(copy->xmpData(), before, caption, model_caption, o);
     copy->writeMetadata();
   }
   if (::chmod(temp.path().c_str(), original.st_mode & 07777) != 0)
@@ -157,7 +171,8 @@ void write_embedded(const std::string& image, const AltTextRecord& before, const
   temp.commit(image);
 }
 
-void write_sidecar(const std::string& image, const AltTextRecord& before, const std::string& caption, const AltTextOptions& o) {
+void write_sidecar(const std::string& image, const AltTextRecord& before, const std::string& caption,
+                   const std::string& model_caption, const AltTextOptions& o) {
   const std::string sidecar = alt_text_sidecar_path(image);
   TempBeside temp(sidecar);
   std::unique_ptr<Exiv2::Image> xmp_file;
@@ -168,7 +183,7 @@ void write_sidecar(const std::string& image, const AltTextRecord& before, const 
   } else {
     xmp_file.reset(Exiv2::ImageFactory::create(Exiv2::ImageType::xmp, temp.path()).release());
   }
-  apply(xmp_file->xmpData(), before, caption, o);
+  apply(xmp_file->xmpData(), before, caption, model_caption, o);
   xmp_file->writeMetadata();
   xmp_file.reset();
   temp.commit(sidecar);
@@ -194,11 +209,21 @@ bool holds_legacy_xmp(const std::string& path) {
   return found;
 }
 
-AltTextRecord read_file_record(const std::string& path) {
+// A file exiv2 may read (metadata_hazard), opened with its metadata read. exiv2
+// drops an XMP packet it cannot parse and would write ours in its place: refused.
+std::unique_ptr<Exiv2::Image> open_checked(const std::string& path) {
+  if (std::string hazard = metadata_hazard(path); !hazard.empty()) throw std::runtime_error(hazard);
   auto file = Exiv2::ImageFactory::open(path);
   file->readMetadata();
-  return record_of(file->xmpData());
+  Exiv2::XmpData parsed;
+  if (!file->xmpPacket().empty() && file->xmpData().empty() && Exiv2::XmpParser::decode(parsed, file->xmpPacket()) != 0)
+    throw std::runtime_error(
+        "its XMP packet is not well-formed XML (a damaged file, or a faulty program wrote it); left "
+        "untouched. Repair it (exiftool -XMP:all= FILE drops it) or use --sidecar");
+  return std::unique_ptr<Exiv2::Image>(file.release());
 }
+
+AltTextRecord read_file_record(const std::string& path) { return record_of(open_checked(path)->xmpData()); }
 
 }  // namespace
 
@@ -210,8 +235,8 @@ AltTextRecord read_alt_text(const std::string& image) {
   return embedded;
 }
 
-AltTextOutcome write_alt_text(const std::string& image, const std::string& caption, const AltTextOptions& o) {
-  AltTextOutcome out;
+AltTextOutcome write_alt_text(const std::string& image, const std::string& caption, const AltTextOptions& o,
+                              const std::string& model_caption) {
   try {
     set_up_exiv2();
     if (caption.empty()) return {"skipped", "the caption is empty", ""};
@@ -219,9 +244,13 @@ AltTextOutcome write_alt_text(const std::string& image, const std::string& capti
     bool to_sidecar = o.sidecar;
     std::string why_sidecar;
     AltTextRecord before;
-    {
-      auto file = Exiv2::ImageFactory::open(image);
-      file->readMetadata();
+    std::unique_ptr<Exiv2::Image> file;
+    try {
+      file = open_checked(image);
+    } catch (const std::exception& e) {
+      if (!o.sidecar) return {"failed", e.what(), ""};  // --sidecar: only the sidecar is read and written
+    }
+    if (file) {
       before = record_of(file->xmpData());
       if (!to_sidecar && file->checkMode(Exiv2::mdXmp) != Exiv2::amReadWrite)
         to_sidecar = true, why_sidecar = "exiv2 cannot write XMP into this format";
@@ -229,6 +258,7 @@ AltTextOutcome write_alt_text(const std::string& image, const std::string& capti
       // by exiv2's XMP toolkit, its UUID moved over xmpMM:InstanceID: a sidecar keeps every field.
       if (!to_sidecar && holds_legacy_xmp(image))
         to_sidecar = true, why_sidecar = "its XMP is of an older form that exiv2 would rewrite (rdf:about=uuid)";
+      file.reset();
     }
     // Read-only: not writable by us, or no write permission for anyone (root could write it, but its owner said no).
     struct stat mode{};
@@ -245,7 +275,7 @@ AltTextOutcome write_alt_text(const std::string& image, const std::string& capti
     if (!to_sidecar) {
       if (o.dry_run) return {"written", "dry run: would be written into the image", image};
       try {
-        write_embedded(image, before, caption, o);
+        write_embedded(image, before, caption, model_caption.empty() ? caption : model_caption, o);
         return {"written", "", image};
       } catch (const std::exception& e) {
         to_sidecar = true;
@@ -253,7 +283,14 @@ AltTextOutcome write_alt_text(const std::string& image, const std::string& capti
       }
     }
     if (o.dry_run) return {"sidecar", "dry run: would be written into the sidecar" + (why_sidecar.empty() ? "" : ": " + why_sidecar), sidecar};
-    write_sidecar(image, before, caption, o);
+    try {
+      write_sidecar(image, before, caption, model_caption.empty() ? caption : model_caption, o);
+    } catch (const std::exception& e) {
+      const std::string sidecar_error = std::string(why_sidecar.empty() ? "its sidecar could not be written ("
+                                                                        : "its sidecar could not be written either (") +
+                                        e.what() + ")";
+      return {"failed", why_sidecar.empty() ? sidecar_error : why_sidecar + "; " + sidecar_error, ""};
+    }
     return {"sidecar", why_sidecar, sidecar};
   } catch (const std::exception& e) {
     return {"failed", e.what(), ""};
@@ -268,7 +305,9 @@ constexpr const char* kNoExiv2 = "this expnet was built without exiv2: install l
 
 AltTextRecord read_alt_text(const std::string&) { throw std::runtime_error(kNoExiv2); }
 
-AltTextOutcome write_alt_text(const std::string&, const std::string&, const AltTextOptions&) { return {"failed", kNoExiv2, ""}; }
+AltTextOutcome write_alt_text(const std::string&, const std::string&, const AltTextOptions&, const std::string&) {
+  return {"failed", kNoExiv2, ""};
+}
 
 #endif
 

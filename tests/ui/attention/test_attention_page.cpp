@@ -30,6 +30,7 @@
 #include "expnet/trace/trace.h"
 #include "support/biased_model.h"
 #include "support/fixtures.h"
+#include "support/page_driving.h"
 #include "support/studio_screenshot.h"
 #include "support/tiny_reference.h"
 
@@ -117,23 +118,14 @@ class TestAttentionPage : public QObject {
     page.setBeam(1);  // greedy: the tiny random model's beam caption is a single word
 
     // The event loop must keep turning while the worker traces.
-    QElapsedTimer clock;
-    qint64 last = 0, longestGap = 0;
-    QTimer tick;
-    tick.setInterval(10);
-    connect(&tick, &QTimer::timeout, this, [&] {
-      longestGap = std::max(longestGap, clock.elapsed() - last);
-      last = clock.elapsed();
-    });
-    clock.start();
-    tick.start();
+    expnet_test::StallMeter stalls;
     QSignalSpy ready(&page, &AttentionPage::traceReady);
     context.setSelectedImage(image_);  // what the Caption page does when a row is selected
     QVERIFY(page.isBusy());
     QTRY_VERIFY_WITH_TIMEOUT(!page.isBusy(), kWaitMs);
-    tick.stop();
+    stalls.stop();
     QCOMPARE(ready.count(), 1);
-    QVERIFY2(longestGap < 500, qPrintable(QString("UI thread blocked for %1 ms").arg(longestGap)));
+    QVERIFY2(stalls.longestGapMs() < 500, qPrintable(QString("UI thread blocked for %1 ms").arg(stalls.longestGapMs())));
 
     // The engine, called directly: greedy caption, then the teacher-forced trace.
     const cv::Mat rgb = expnet::load_image_rgb(image_.toStdString());

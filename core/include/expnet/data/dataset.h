@@ -1,6 +1,7 @@
 // Captioning datasets in memory: images with their split and captions, read
-// from Karpathy's dataset_coco.json, COCO captions_*.json, or a CSV / JSONL of
-// (image, caption[, split]) rows. Captions are tokenised by clean_caption (the
+// from Karpathy's dataset_coco.json, COCO captions_*.json, a CSV / JSONL of
+// (image, caption[, split]) rows, or a folder of photos whose own metadata
+// holds their alt text and descriptions. Captions are tokenised by clean_caption (the
 // spec's "Captions" rules), never by a file's own "tokens" field, so every
 // format trains the same way. See docs/datasets.md.
 #pragma once
@@ -39,7 +40,7 @@ struct DatasetImage {
   std::vector<Caption> captions;
 };
 
-enum class DatasetFormat { Auto, Karpathy, Coco, Csv, Jsonl };
+enum class DatasetFormat { Auto, Karpathy, Coco, Csv, Jsonl, Photos };
 const char* format_name(DatasetFormat format);
 DatasetFormat parse_format(const std::string& text);  // throws std::invalid_argument
 
@@ -48,6 +49,8 @@ struct Dataset {
   std::string image_root;  // images resolve as image_root/filepath/filename
   DatasetFormat format = DatasetFormat::Karpathy;
   std::vector<DatasetImage> images;
+  // Photos: the files whose metadata could not be read ("path: why"); they are kept without captions.
+  std::vector<std::string> unreadable;
 
   std::string image_path(const DatasetImage& image) const;
   size_t caption_count() const;
@@ -65,8 +68,9 @@ struct DatasetLoadOptions {
 };
 
 // PATH: a dataset file, or a folder holding dataset_coco.json (or exactly one
-// captions*.json / *.csv / *.jsonl). Throws std::runtime_error naming the file,
-// the line or row, the reason and what to do.
+// captions*.json / *.csv / *.jsonl), or else a folder of photos (format photos:
+// the texts in their XMP or its sidecars are the references, docs/datasets.md). Throws std::runtime_error naming the
+// file, the line or row, the reason and what to do.
 Dataset load_dataset(const std::string& path, const DatasetLoadOptions& options = {});
 // Indices into dataset.images of the images of `split` ("all": every image), in
 // file order. Throws std::runtime_error naming the dataset for an unknown split
