@@ -26,10 +26,15 @@ add_library(expnet_fuzz_text STATIC
   ${EXPNET_FUZZ_SRC}/data/dataset.cpp
   ${EXPNET_FUZZ_SRC}/data/dataset_formats.cpp
   ${EXPNET_FUZZ_SRC}/data/karpathy_stream.cpp
-  ${EXPNET_FUZZ_SRC}/metrics/eval_tokenizer.cpp)
+  ${EXPNET_FUZZ_SRC}/metrics/eval_tokenizer.cpp
+  # load_dataset's folder of photos (not fuzzed here: alt_text.cpp without exiv2 refuses to read).
+  ${EXPNET_FUZZ_SRC}/data/photo_folder.cpp
+  ${EXPNET_FUZZ_SRC}/image/image_inputs.cpp
+  ${EXPNET_FUZZ_SRC}/metadata/alt_text.cpp
+  ${EXPNET_FUZZ_SRC}/metadata/metadata_limits.cpp)
 target_include_directories(expnet_fuzz_text PUBLIC ${PROJECT_SOURCE_DIR}/core/include ${EXPNET_FUZZ_SRC})
 target_link_libraries(expnet_fuzz_text PUBLIC expnet_pickle nlohmann_json::nlohmann_json opencv_core
-                      PRIVATE simdjson::simdjson)
+                      PRIVATE simdjson::simdjson ZLIB::ZLIB)
 # As in core/CMakeLists.txt: the streaming reader is built with simdjson's threads on.
 set_source_files_properties(${EXPNET_FUZZ_SRC}/data/karpathy_stream.cpp PROPERTIES COMPILE_DEFINITIONS SIMDJSON_THREADS_ENABLED=1)
 

@@ -13,7 +13,7 @@
 #include "decode_options_cli.h"
 #include "expnet/decode/captioner.h"
 #include "expnet/image/image_inputs.h"
-#include "expnet/metadata/alt_text.h"
+#include "expnet/metadata/alt_text_model.h"
 #include "expnet/system/atomic_file.h"
 
 namespace expnet::cli {

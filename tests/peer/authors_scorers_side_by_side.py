@@ -6,7 +6,9 @@ there) against `expnet score --json` on the same 5,000 images of 5 references an
 candidate each, alternated, best of --rounds on each side.
 
 The texts are drawn with a fixed seed from a Zipf vocabulary of 3,000 words, 8 to 16 words
-a sentence, capitalised and ending in a full stop, so both tokenizers give the same words.
+a sentence, capitalised and ending in a full stop, so both tokenizers give the same words;
+or, with --dataset, a Karpathy JSON's first 5,000 images with 5 references (e.g. `expnet
+dataset make-shapes`), each image's candidate being the next image's first reference.
 Their scorers get the text as their tokenizer would hand it over (lower case, the full stop
 removed); when the checkout has eval/tokenizer/stanford-corenlp-3.4.1.jar (a full clone of
 their repository does; Java is needed), its time is measured too and added to theirs.
@@ -44,8 +46,17 @@ def draw_texts(images, seed):
     return references, candidates
 
 
+def dataset_texts(path, images):
+    with open(path) as f:
+        entries = [e for e in json.load(f)["images"] if len(e["sentences"]) >= 5][:images]
+    references = {str(e.get("cocoid", k)): [s["raw"] for s in e["sentences"][:5]] for k, e in enumerate(entries)}
+    keys = list(references)
+    candidates = {key: references[keys[(k + 1) % len(keys)]][0] for k, key in enumerate(keys)}
+    return references, candidates
+
+
 def as_their_tokenizer_gives(text):
-    return text.lower().rstrip(".").strip()
+    return " ".join(text.lower().replace(".", " ").replace(",", " ").split())
 
 
 def time_theirs(authors, references, candidates, tokenizer_jar):
@@ -92,11 +103,12 @@ def main():
     parser.add_argument("--images", type=int, default=5000)
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--seed", type=int, default=49)
+    parser.add_argument("--dataset", help="a Karpathy JSON whose captions to score instead of drawn texts")
     parser.add_argument("--json", help="write the report here too")
     args = parser.parse_args()
 
     os.makedirs(args.work, exist_ok=True)
-    references, candidates = draw_texts(args.images, args.seed)
+    references, candidates = dataset_texts(args.dataset, args.images) if args.dataset else draw_texts(args.images, args.seed)
     with open(os.path.join(args.work, "references.json"), "w") as f:
         json.dump(references, f)
     with open(os.path.join(args.work, "candidates.json"), "w") as f:
@@ -114,7 +126,8 @@ def main():
     best_ours = min(sum(ms.values()) for ms in ours)
     worst_gap = max(abs(their_scores[k] - our_scores[k]) for k in their_scores)
     report = {
-        "images": args.images,
+        "images": len(references),
+        "texts": args.dataset or "drawn (seed %d)" % args.seed,
         "their_tokenizer_timed": bool(tokenizer_jar),
         "theirs_ms": theirs,
         "ours_ms": ours,

@@ -47,6 +47,7 @@ AltTextBar::AltTextBar(CaptionModel* items, std::function<QList<int>()> selected
   row->addWidget(button_);
   row->addWidget(bar_);
   row->addWidget(summary_, 1);
+  row->addStretch(0);  // the button stays at the left while the summary is hidden
 
   connect(saver_, &AltTextSaver::fileSaved, this, &AltTextBar::fileSaved);
   connect(saver_, &AltTextSaver::finished, this, &AltTextBar::finished);

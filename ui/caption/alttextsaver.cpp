@@ -6,7 +6,7 @@
 #include <utility>
 
 #include "common/localpath.h"
-#include "expnet/metadata/alt_text.h"
+#include "expnet/metadata/alt_text_model.h"
 
 AltTextSaver::~AltTextSaver() {
   cancelled_ = true;

@@ -18,9 +18,9 @@ namespace expnet {
 // without references and is named, with why, in Dataset::unreadable.
 Dataset read_photo_folder(const std::string& folder);
 
-// A digest of the folder's images and sidecars (paths, sizes, modification
-// times): what the cached index of the folder is keyed by, as a file's are by
-// its size and time.
+// The folder's images and sidecars as lines of path, size and modification
+// time: what the cached index of the folder is keyed by (its digest), as a
+// file's index is by the file's size and time.
 std::string photo_folder_fingerprint(const std::string& folder);
 
 }  // namespace expnet

@@ -19,8 +19,6 @@
 #include <exiv2/exiv2.hpp>
 #endif
 
-#include "expnet/model/demo_model.h"
-#include "expnet/system/digest.h"
 #include "metadata/metadata_limits.h"
 
 namespace fs = std::filesystem;
@@ -41,12 +39,6 @@ std::string alt_text_date() {
   char text[32];
   std::strftime(text, sizeof text, "%Y-%m-%dT%H:%M:%SZ", &utc);
   return text;
-}
-
-void name_alt_text_model(AltTextOptions& options, const std::string& builtin, const std::string& checkpoint) {
-  options.model_name = checkpoint.empty() ? builtin : fs::path(checkpoint).filename().string();
-  options.model_sha256 = sha256_file(checkpoint.empty() ? builtin_model_path(builtin) : checkpoint);
-  options.date = alt_text_date();
 }
 
 #ifdef EXPNET_HAVE_EXIV2

@@ -35,7 +35,7 @@ torch::Tensor LinearImpl::forward_bf16_out(const torch::Tensor& x) {
   if (takes_bf16(x)) return torch::linear(x.to(torch::kBFloat16), weight_bf16_, bias_bf16_);
   if (takes_int8(x)) {
     static const auto linear_dynamic = quantized_op("quantized::linear_dynamic");
-    torch::jit::Stack stack{x.contiguous(), int8_packed_, false};
+    torch::jit::Stack stack{x.contiguous(), int8_packed_, int8_reduce_range()};
     linear_dynamic.callBoxed(&stack);
     return stack.at(0).toTensor();
   }

@@ -84,6 +84,14 @@ bool int8_is_available(const std::string& device, std::string* why) {
   return false;
 }
 
+bool int8_reduce_range() {
+  static const bool reduce = [] {
+    const std::string flags = cpu_flags();
+    return !has_flag(flags, "avx512_vnni") && !has_flag(flags, "avx_vnni") && !has_flag(flags, "amx_int8");
+  }();
+  return reduce;
+}
+
 void use_int8_engine() {
   const auto engine = int8_engine();
   if (!engine)

@@ -26,6 +26,7 @@
 #include "datasets/imagegridmodel.h"
 #include "datasets/thumbnaildelegate.h"
 #include "shell/studiocontext.h"
+#include "expnet/metadata/alt_text.h"
 #include "support/fixtures.h"
 #include "support/page_driving.h"
 #include "support/studio_screenshot.h"
@@ -143,6 +144,46 @@ class TestDatasetsPage : public QObject {
     DatasetsPage again(&context);
     QVERIFY(openShapes(again));
     QCOMPARE(again.describe()["built"].toBool(), false);
+  }
+
+  // A folder of photos whose alt text a person wrote opens as a dataset: every image in
+  // the grid, its text found by search; a caption saved since rebuilds the index.
+  void aFolderOfCaptionedPhotosIsBrowsed() {
+    const QString photos = dir_ + "/photos";
+    QDir().mkpath(photos + "/trip");
+    for (const char* name : {"shapes_000001.png", "shapes_000002.png", "shapes_000003.png"})
+      QVERIFY(
+          QFile::copy(shapes_ + "/images/" + name, photos + (QString(name).endsWith("3.png") ? "/trip/" : "/") + name));
+    expnet::AltTextOptions options;
+    options.model_name = "demo";
+    // As the Caption page saves an edited caption: the person's text, the model's words recorded beside it.
+    const auto saved = expnet::write_alt_text((photos + "/shapes_000001.png").toStdString(),
+                                              "a hand written caption of two shapes", options, "a red circle");
+    QCOMPARE(QString::fromStdString(saved.action), QString("written"));
+    StudioContext context;
+    DatasetsPage page(&context);
+    page.resize(1200, 800);
+    page.show();
+    page.openDataset(photos);
+    QVERIFY(waitIdle(page));
+    QJsonObject d = page.describe();
+    QVERIFY2(d["error"].toString().isEmpty(), qPrintable(d["error"].toString()));
+    QCOMPARE(d["total"].toInteger(), 3);
+    page.setSearch("hand written");
+    QVERIFY(waitIdle(page));
+    QCOMPARE(page.describe()["total"].toInteger(), 1);
+    const auto again = expnet::write_alt_text((photos + "/trip/shapes_000003.png").toStdString(),
+                                              "another hand written caption", options, "a blue square");
+    QCOMPARE(QString::fromStdString(again.action), QString("written"));
+    DatasetsPage reopened(&context);
+    reopened.resize(1200, 800);
+    reopened.show();
+    reopened.openDataset(photos);
+    QVERIFY(waitIdle(reopened));
+    QCOMPARE(reopened.describe()["built"].toBool(), true);  // the folder changed: a new index
+    reopened.setSearch("hand written");
+    QVERIFY(waitIdle(reopened));
+    QCOMPARE(reopened.describe()["total"].toInteger(), 2);
   }
 
   // A per-sample evaluation: sorted worst first, and its per-image scores are

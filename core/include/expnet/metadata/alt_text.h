@@ -35,12 +35,6 @@ std::string alt_text_sidecar_path(const std::string& image);
 // Now, or SOURCE_DATE_EPOCH when it is set, as 2026-11-29T10:30:00Z.
 std::string alt_text_date();
 
-// The record's model and date, as `expnet caption` and the studio name them: a
-// checkpoint by its file name and SHA-256, else the built-in model `builtin` by
-// its name and its file's SHA-256; the date alt_text_date(). Throws
-// std::runtime_error when the file cannot be read.
-void name_alt_text_model(AltTextOptions& options, const std::string& builtin, const std::string& checkpoint);
-
 // Writes `caption` as the image's alt text under the rules above. Never
 // throws for a file's problem: it is the outcome's "failed" with the reason.
 // `model_caption`: what the model wrote, when a person edited it into

@@ -26,6 +26,10 @@ bool int8_is_available(const std::string& device, std::string* why = nullptr);
 // Makes that engine LibTorch's current one (int8 Linears are packed for it);
 // throws std::runtime_error when there is none.
 void use_int8_engine();
+// Whether int8 activations use 7 bits: on CPUs without VNNI the u8 x s8 products
+// go through 16-bit sums that saturate with full 8-bit activations (as PyTorch's
+// reduce_range on x86); with VNNI (avx512_vnni, avx_vnni, amx_int8) all 8 bits.
+bool int8_reduce_range();
 
 // Whether bfloat16 matrix products run in hardware on `device`: CUDA, or a CPU
 // reporting avx512_bf16 or amx_bf16 (EXPNET_CPU_BF16=0/1 overrides the CPU's
