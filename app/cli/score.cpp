@@ -115,7 +115,10 @@ void run(const Options& options) {
   auto start = Clock::now();
   EvalSet set;
   try {
-    for (const auto& [id, captions] : references) set.add_raw(id, candidates.at(id), captions);
+    std::vector<EvalSet::RawImage> images;
+    images.reserve(references.size());
+    for (const auto& [id, captions] : references) images.push_back({id, candidates.at(id), &captions});
+    set.add_raw_all(images);
   } catch (const CaptionTooLong& e) {
     throw std::runtime_error((e.reference() < 0 ? options.candidates : options.references) + ": " + e.what());
   }

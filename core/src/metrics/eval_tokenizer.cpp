@@ -28,10 +28,17 @@ bool is_quote(char32_t c) {
 // dropped too (see docs/metrics.md).
 bool is_bracket(char32_t c) { return c == '(' || c == ')' || c == '[' || c == ']' || c == '{' || c == '}'; }
 
+// A sentence's pieces, as PTB splits them: those coco-caption keeps become UTF-8
+// tokens. Pieces are views of the sentence (no string per piece).
+struct Tokens {
+  std::vector<std::string>& out;
+  void add(std::u32string_view piece);
+};
+
 // A character that joins the word characters around it into one token:
 // hyphenated words, decimals, abbreviations, "1,000", "10:30", "and/or",
 // "at&t", "o'clock".
-bool joins_inside(const std::u32string& chunk, size_t j) {
+bool joins_inside(std::u32string_view chunk, size_t j) {
   if (j == 0 || j + 1 >= chunk.size()) return false;
   const char32_t before = chunk[j - 1], c = chunk[j], after = chunk[j + 1];
   if (!is_unicode_alnum(before) || !is_unicode_alnum(after)) return false;
@@ -42,18 +49,18 @@ bool joins_inside(const std::u32string& chunk, size_t j) {
   }
 }
 
-bool ends_with(const std::u32string& s, std::u32string_view suffix) {
+bool ends_with(std::u32string_view s, std::u32string_view suffix) {
   return s.size() > suffix.size() && s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
 }
 
 // PTB splits these words in two ("cannot" -> "can not", "gonna" -> "gon na").
-bool split_fused_word(const std::u32string& word, std::vector<std::u32string>& out) {
+bool split_fused_word(std::u32string_view word, Tokens& out) {
   static const std::array<std::pair<std::u32string_view, size_t>, 6> fused = {{
       {U"cannot", 3}, {U"gonna", 3}, {U"gotta", 3}, {U"wanna", 3}, {U"gimme", 3}, {U"lemme", 3}}};
   for (const auto& [whole, cut] : fused) {
     if (word == whole) {
-      out.emplace_back(word.substr(0, cut));
-      out.emplace_back(word.substr(cut));
+      out.add(word.substr(0, cut));
+      out.add(word.substr(cut));
       return true;
     }
   }
@@ -62,26 +69,30 @@ bool split_fused_word(const std::u32string& word, std::vector<std::u32string>& o
 
 // A word (apostrophes normalised to ') loses its PTB contraction suffix:
 // "don't" -> "do n't", "dog's" -> "dog 's", "we're" -> "we 're".
-void emit_word(std::u32string word, std::vector<std::u32string>& out) {
-  std::replace(word.begin(), word.end(), char32_t(0x2019), char32_t('\''));
+void emit_word(std::u32string_view word, Tokens& out) {
+  if (word.find(char32_t(0x2019)) != std::u32string_view::npos) {
+    std::u32string normalised(word);
+    std::replace(normalised.begin(), normalised.end(), char32_t(0x2019), char32_t('\''));
+    return emit_word(normalised, out);
+  }
   if (split_fused_word(word, out)) return;
   if (ends_with(word, U"n't")) {
-    out.emplace_back(word.substr(0, word.size() - 3));
-    out.emplace_back(U"n't");
+    out.add(word.substr(0, word.size() - 3));
+    out.add(U"n't");
     return;
   }
   for (std::u32string_view suffix : {U"'s", U"'re", U"'ve", U"'ll", U"'m", U"'d"}) {
     if (ends_with(word, suffix)) {
-      out.emplace_back(word.substr(0, word.size() - suffix.size()));
-      out.emplace_back(suffix);
+      out.add(word.substr(0, word.size() - suffix.size()));
+      out.add(suffix);
       return;
     }
   }
-  out.push_back(std::move(word));
+  out.add(word);
 }
 
 // "'s" written apart from its word ("john 's") stays one token.
-size_t detached_suffix_length(const std::u32string& chunk, size_t i) {
+size_t detached_suffix_length(std::u32string_view chunk, size_t i) {
   for (std::u32string_view suffix : {U"s", U"re", U"ve", U"ll", U"m", U"d"}) {
     const size_t end = i + 1 + suffix.size();
     if (end > chunk.size() || chunk.compare(i + 1, suffix.size(), suffix) != 0) continue;
@@ -90,7 +101,7 @@ size_t detached_suffix_length(const std::u32string& chunk, size_t i) {
   return 0;
 }
 
-void split_chunk(const std::u32string& chunk, std::vector<std::u32string>& out) {
+void split_chunk(std::u32string_view chunk, Tokens& out) {
   size_t i = 0;
   while (i < chunk.size()) {
     const char32_t c = chunk[i];
@@ -103,30 +114,34 @@ void split_chunk(const std::u32string& chunk, std::vector<std::u32string>& out) 
       size_t j = i + 1;
       while (j < chunk.size() && chunk[j] == c) ++j;
       // Runs of dots are PTB's "..." and runs of hyphens its "--": both dropped.
-      out.emplace_back(j - i == 1 ? std::u32string(1, c) : c == '.' ? U"..." : U"--");
+      out.add(j - i == 1 ? chunk.substr(i, 1) : c == '.' ? U"..." : U"--");
       i = j;
     } else if (is_apostrophe(c)) {
       const size_t suffix = detached_suffix_length(chunk, i);
       if (suffix > 0) {
-        out.emplace_back(U"'" + chunk.substr(i + 1, suffix - 1));
+        out.add(U"'" + std::u32string(chunk.substr(i + 1, suffix - 1)));
         i += suffix;
       } else {
-        out.emplace_back(U"'");
+        out.add(U"'");
         ++i;
       }
     } else if (is_quote(c) || is_bracket(c)) {
       ++i;  // never reaches the scorers
     } else {
-      out.emplace_back(1, c);  // other symbols (# $ % & + = ...) are tokens
+      out.add(chunk.substr(i, 1));  // other symbols (# $ % & + = ...) are tokens
       ++i;
     }
   }
 }
 
-bool is_dropped(const std::u32string& token) {
+bool is_dropped(std::u32string_view token) {
   static const std::array<std::u32string_view, 13> dropped = {U"''", U"'",  U"``", U"`",  U".",  U"?",  U"!",
                                                              U",",  U":",  U"-",  U"--", U"...", U";"};
   return std::find(dropped.begin(), dropped.end(), token) != dropped.end();
+}
+
+void Tokens::add(std::u32string_view piece) {
+  if (!piece.empty() && !is_dropped(piece)) out.push_back(u32_to_utf8(piece));
 }
 
 }  // namespace
@@ -134,19 +149,17 @@ bool is_dropped(const std::u32string& token) {
 std::vector<std::string> tokenize_for_eval(std::string_view raw) {
   std::u32string text = utf8_to_u32(std::string(raw));
   for (auto& c : text) c = unicode_lower(c);
-  std::vector<std::u32string> pieces;
+  std::vector<std::string> tokens;
+  Tokens out{tokens};
+  const std::u32string_view all(text);
   size_t i = 0;
-  while (i < text.size()) {
-    while (i < text.size() && is_space(text[i])) ++i;
+  while (i < all.size()) {
+    while (i < all.size() && is_space(all[i])) ++i;
     size_t j = i;
-    while (j < text.size() && !is_space(text[j])) ++j;
-    if (j > i) split_chunk(text.substr(i, j - i), pieces);
+    while (j < all.size() && !is_space(all[j])) ++j;
+    if (j > i) split_chunk(all.substr(i, j - i), out);
     i = j;
   }
-  std::vector<std::string> tokens;
-  tokens.reserve(pieces.size());
-  for (const auto& piece : pieces)
-    if (!piece.empty() && !is_dropped(piece)) tokens.push_back(u32_to_utf8(piece));
   return tokens;
 }
 

@@ -2,8 +2,11 @@
 // docs/metrics.md), on word ids instead of strings.
 #include <algorithm>
 #include <cmath>
+#include <array>
 #include <cstdlib>
+#include <exception>
 #include <stdexcept>
+#include <thread>
 #include <utility>
 
 #include "expnet/metrics/eval_tokenizer.h"
@@ -75,6 +78,33 @@ void EvalSet::add_raw(std::string image_id, std::string_view candidate, const st
   tokenized.reserve(references.size());
   for (const auto& reference : references) tokenized.push_back(tokenize_for_eval(reference));
   add(std::move(image_id), tokenize_for_eval(candidate), tokenized);
+}
+
+void EvalSet::add_raw_all(const std::vector<RawImage>& images) {
+  for (const RawImage& image : images) {
+    check_caption_size(image.id, image.candidate.size(), -1, "bytes", kMaxCaptionBytes);
+    for (size_t r = 0; r < image.references->size(); ++r)
+      check_caption_size(image.id, (*image.references)[r].size(), static_cast<long>(r), "bytes", kMaxCaptionBytes);
+  }
+  // Each image's sentences tokenized (candidate first) by one of the threads, then added in order.
+  struct Tokenized {
+    std::vector<std::string> candidate;
+    std::vector<std::vector<std::string>> references;
+  };
+  std::vector<Tokenized> tokens(images.size());
+  const auto tokenize = [&](size_t first, size_t step) {
+    for (size_t i = first; i < images.size(); i += step) {
+      tokens[i].candidate = tokenize_for_eval(images[i].candidate);
+      tokens[i].references.reserve(images[i].references->size());
+      for (const auto& reference : *images[i].references) tokens[i].references.push_back(tokenize_for_eval(reference));
+    }
+  };
+  const size_t threads = std::clamp<size_t>(std::thread::hardware_concurrency(), 1, 16);
+  std::vector<std::thread> helpers;
+  for (size_t t = 1; t < threads && images.size() > 64; ++t) helpers.emplace_back(tokenize, t, threads);
+  tokenize(0, helpers.empty() ? 1 : threads);
+  for (auto& helper : helpers) helper.join();
+  for (size_t i = 0; i < images.size(); ++i) add(images[i].id, tokens[i].candidate, tokens[i].references);
 }
 
 EvalSet::Sentence EvalSet::candidate(size_t image) const {
@@ -150,16 +180,21 @@ class LocalNgrams {
 
 }  // namespace
 
-BleuScores compute_bleu(const EvalSet& set) {
+namespace {
+
+// BLEU's sums over images; integers held in doubles, so any split adds up exactly.
+struct BleuTotals {
+  double guess[4] = {0, 0, 0, 0}, correct[4] = {0, 0, 0, 0};
+  double test_length = 0, reference_length = 0;
+};
+
+// Images [first, last) of `set`: their scores into `per_image`, their counts into `totals`.
+void bleu_of_images(const EvalSet& set, size_t first, size_t last, std::vector<std::array<double, 4>>& per_image,
+                    BleuTotals& totals) {
   constexpr double kTiny = 1e-15, kSmall = 1e-9;  // pycocoevalcap's constants
-  BleuScores result;
-  result.per_image.reserve(set.size());
   LocalNgrams ngrams(set.vocabulary_size());
   std::vector<std::pair<uint64_t, uint32_t>> candidate_counts, reference_counts, max_counts;
-  double total_guess[4] = {0, 0, 0, 0}, total_correct[4] = {0, 0, 0, 0};
-  double total_test_length = 0, total_reference_length = 0;
-
-  for (size_t image = 0; image < set.size(); ++image) {
+  for (size_t image = first; image < last; ++image) {
     ngrams.next_image(set.image_id(image));
     const auto candidate = set.candidate(image);
     const auto test_length = static_cast<long>(candidate.size);
@@ -184,35 +219,66 @@ BleuScores compute_bleu(const EvalSet& set) {
     size_t m = 0;
     for (const auto& [key, count] : candidate_counts) {
       while (m < max_counts.size() && max_counts[m].first < key) ++m;
-      size_t last = m;
-      while (last < max_counts.size() && max_counts[last].first == key) ++last;
-      if (last > m) correct[LocalNgrams::order(key) - 1] += std::min(count, max_counts[last - 1].second);
-      m = last;
+      size_t end = m;
+      while (end < max_counts.size() && max_counts[end].first == key) ++end;
+      if (end > m) correct[LocalNgrams::order(key) - 1] += std::min(count, max_counts[end - 1].second);
+      m = end;
     }
 
     std::array<double, 4> scores{};
     double bleu = 1.0;
     for (int k = 0; k < 4; ++k) {
       const double guess = static_cast<double>(std::max(0L, test_length - k));
-      total_guess[k] += guess;
-      total_correct[k] += correct[k];
+      totals.guess[k] += guess;
+      totals.correct[k] += correct[k];
       bleu *= (correct[k] + kTiny) / (guess + kSmall);
       scores[k] = std::pow(bleu, 1.0 / (k + 1));
     }
     const double ratio = (static_cast<double>(test_length) + kTiny) / (static_cast<double>(closest) + kSmall);
     if (ratio < 1)
       for (double& s : scores) s *= std::exp(1 - 1 / ratio);
-    result.per_image.push_back(scores);
-    total_test_length += static_cast<double>(test_length);
-    total_reference_length += static_cast<double>(closest);
+    per_image[image] = scores;
+    totals.test_length += static_cast<double>(test_length);
+    totals.reference_length += static_cast<double>(closest);
   }
+}
 
+}  // namespace
+
+// The images split in ranges over the machine's cores (each image's scores are its own).
+BleuScores compute_bleu(const EvalSet& set) {
+  constexpr double kTiny = 1e-15, kSmall = 1e-9;
+  BleuScores result;
+  result.per_image.resize(set.size());
+  const size_t threads = set.size() < 256 ? 1 : std::clamp<size_t>(std::thread::hardware_concurrency(), 1, 16);
+  std::vector<BleuTotals> totals(threads);
+  std::vector<std::thread> helpers;
+  const auto range = [&](size_t t) { return set.size() * t / threads; };
+  std::vector<std::exception_ptr> failures(threads);  // an image of over 65,535 distinct words
+  const auto run = [&](size_t t) {
+    try {
+      bleu_of_images(set, range(t), range(t + 1), result.per_image, totals[t]);
+    } catch (...) {
+      failures[t] = std::current_exception();
+    }
+  };
+  for (size_t t = 1; t < threads; ++t) helpers.emplace_back(run, t);
+  run(0);
+  for (auto& helper : helpers) helper.join();
+  for (const auto& failure : failures)
+    if (failure) std::rethrow_exception(failure);
+  BleuTotals sum;
+  for (const BleuTotals& t : totals) {
+    for (int k = 0; k < 4; ++k) sum.guess[k] += t.guess[k], sum.correct[k] += t.correct[k];
+    sum.test_length += t.test_length;
+    sum.reference_length += t.reference_length;
+  }
   double bleu = 1.0;
   for (int k = 0; k < 4; ++k) {
-    bleu *= (total_correct[k] + kTiny) / (total_guess[k] + kSmall);
+    bleu *= (sum.correct[k] + kTiny) / (sum.guess[k] + kSmall);
     result.corpus[k] = std::pow(bleu, 1.0 / (k + 1));
   }
-  const double ratio = (total_test_length + kTiny) / (total_reference_length + kSmall);
+  const double ratio = (sum.test_length + kTiny) / (sum.reference_length + kSmall);
   if (ratio < 1)
     for (double& s : result.corpus) s *= std::exp(1 - 1 / ratio);
   return result;
@@ -405,35 +471,48 @@ MetricScores compute_cider_d(const EvalSet& set) {
     previous_count = count;
   }
 
+  // Each image's score is its own: ranges of images over the machine's cores.
+  std::vector<size_t> first_sentence(set.size() + 1, sentences.size());
+  for (size_t k = sentences.size(); k-- > 0;)
+    if (!sentences[k].reference) first_sentence[sentences[k].image] = k;
   MetricScores result;
-  result.per_image.reserve(set.size());
-  std::vector<WeightedNgram> ngrams;
-  std::vector<CiderEntry> candidate_arena, reference_arena;
-  std::vector<CiderVector> reference_vectors;
-  auto vector_of = [&](const FlatSentence& s, std::vector<CiderEntry>& arena) {
-    ngrams.clear();
-    // Every id of order n is below every id of order n+1: sorting each order's
-    // few n-grams sorts the whole sentence.
-    for (size_t n = 0; n < static_cast<size_t>(kMaxN); ++n) {
-      const size_t begin = ngrams.size();
-      for (size_t i = 0; i + n < s.size; ++i) {
-        const Occurrence& o = occurrences[n][s.begin + i];
-        ngrams.push_back({((first_id[n] + o.id) << 2) | n, o.idf});
+  result.per_image.resize(set.size());
+  const auto score_images = [&](size_t first, size_t last) {
+    std::vector<WeightedNgram> ngrams;
+    std::vector<CiderEntry> candidate_arena, reference_arena;
+    std::vector<CiderVector> reference_vectors;
+    auto vector_of = [&](const FlatSentence& s, std::vector<CiderEntry>& arena) {
+      ngrams.clear();
+      // Every id of order n is below every id of order n+1: sorting each order's
+      // few n-grams sorts the whole sentence.
+      for (size_t n = 0; n < static_cast<size_t>(kMaxN); ++n) {
+        const size_t begin = ngrams.size();
+        for (size_t i = 0; i + n < s.size; ++i) {
+          const Occurrence& o = occurrences[n][s.begin + i];
+          ngrams.push_back({((first_id[n] + o.id) << 2) | n, o.idf});
+        }
+        std::sort(ngrams.begin() + static_cast<std::ptrdiff_t>(begin), ngrams.end());
       }
-      std::sort(ngrams.begin() + static_cast<std::ptrdiff_t>(begin), ngrams.end());
+      return weighted_vector(ngrams, arena, s.size);
+    };
+    for (size_t image = first; image < last; ++image) {
+      size_t k = first_sentence[image];
+      candidate_arena.clear();
+      const CiderVector candidate = vector_of(sentences[k], candidate_arena);
+      reference_arena.clear();
+      reference_vectors.clear();
+      for (++k; k < sentences.size() && sentences[k].reference; ++k)
+        reference_vectors.push_back(vector_of(sentences[k], reference_arena));
+      result.per_image[image] =
+          metrics_detail::cider_d_score(candidate, candidate_arena, reference_vectors, reference_arena);
     }
-    return weighted_vector(ngrams, arena, s.size);
   };
-  for (size_t k = 0; k < sentences.size();) {
-    candidate_arena.clear();
-    const CiderVector candidate = vector_of(sentences[k], candidate_arena);
-    reference_arena.clear();
-    reference_vectors.clear();
-    for (++k; k < sentences.size() && sentences[k].reference; ++k)
-      reference_vectors.push_back(vector_of(sentences[k], reference_arena));
-    result.per_image.push_back(
-        metrics_detail::cider_d_score(candidate, candidate_arena, reference_vectors, reference_arena));
-  }
+  const size_t threads = set.size() < 256 ? 1 : std::clamp<size_t>(std::thread::hardware_concurrency(), 1, 16);
+  std::vector<std::thread> helpers;
+  for (size_t t = 1; t < threads; ++t)
+    helpers.emplace_back(score_images, set.size() * t / threads, set.size() * (t + 1) / threads);
+  score_images(0, set.size() / threads);
+  for (auto& helper : helpers) helper.join();
   result.corpus = mean(result.per_image);
   return result;
 }

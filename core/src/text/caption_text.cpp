@@ -56,7 +56,7 @@ std::u32string utf8_to_u32(const std::string& text) {
   return out;
 }
 
-std::string u32_to_utf8(const std::u32string& text) {
+std::string u32_to_utf8(std::u32string_view text) {
   std::string out;
   out.reserve(text.size());
   for (const char32_t c : text) {

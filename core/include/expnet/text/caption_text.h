@@ -6,6 +6,7 @@
 #pragma once
 
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace expnet {
@@ -16,7 +17,7 @@ std::string clean_caption_text(const std::string& raw);
 
 // UTF-8 helpers shared by the text code: invalid bytes decode as U+FFFD.
 std::u32string utf8_to_u32(const std::string& text);
-std::string u32_to_utf8(const std::u32string& text);
+std::string u32_to_utf8(std::u32string_view text);
 bool is_unicode_alnum(char32_t c);
 char32_t unicode_lower(char32_t c);
 
