@@ -365,6 +365,13 @@ class TestAltText : public QObject {
     QCOMPARE(e["per_image"].toArray().size(), 6);
     QCOMPARE(scored, 4);
     QVERIFY(e["corpus"].toObject().contains("CIDEr"));
+
+    // A folder with neither a dataset file nor images: said so, and what to give instead.
+    QDir().mkpath(dir_ + "/nothing_here");
+    const auto empty =
+        expnet_test::runProcess(expnet_test::cliPath(), {"dataset", "stats", "--dataset", dir_ + "/nothing_here"});
+    QVERIFY2(empty.exitCode == 1 && empty.err.contains("has no dataset file") && empty.err.contains("no images"),
+             empty.err.constData());
   }
 
   // Each hostile file alone: exit 1 with its reason, within 5 s and 500 MB more than

@@ -19,11 +19,13 @@ namespace {
 std::vector<std::string> images_under(const std::string& folder) {
   std::vector<std::string> paths;
   for (const auto& input : expand_image_inputs({folder})) {
-    if (!input.error.empty())
+    if (!input.error.empty()) {
+      const size_t cut = input.error.find("no images");  // "folder holds no images (looked for ...)"
       throw std::runtime_error("folder '" + folder +
                                "' has no dataset file (dataset_coco.json, or one .json, .csv or .jsonl) and " +
-                               input.error.substr(input.error.find("no images")) +
+                               (cut == std::string::npos ? input.error : input.error.substr(cut)) +
                                ": give a dataset file, or a folder of photos (their alt text is the references)");
+    }
     paths.push_back(input.path);
   }
   return paths;
