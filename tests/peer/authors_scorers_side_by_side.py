@@ -18,7 +18,6 @@ CIDEr), as the issue defines it. The scores of both sides are compared (1e-9).
 
 usage: authors_scorers_side_by_side.py --authors DIR --expnet EXPNET --work DIR
                                        [--images 5000] [--rounds 3] [--json REPORT]"""
-import argparse
 import itertools
 import json
 import os
@@ -28,6 +27,8 @@ import statistics
 import subprocess
 import sys
 import time
+
+from peer_arguments import side_by_side_parser
 
 
 def draw_texts(images, seed):
@@ -96,10 +97,7 @@ def time_ours(expnet, work):
 
 
 def main():
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--authors", required=True, help="a checkout of jchenghu/ExpansionNet_v2")
-    parser.add_argument("--expnet", required=True)
-    parser.add_argument("--work", required=True)
+    parser = side_by_side_parser(__doc__)
     parser.add_argument("--images", type=int, default=5000)
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--seed", type=int, default=49)

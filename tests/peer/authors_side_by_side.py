@@ -17,7 +17,6 @@ mean and std), written out here so torchvision is not needed.
 
 usage: authors_side_by_side.py --authors DIR --expnet EXPNET --vocab demo_coco_tokens.pickle
                                --image IMAGE --work DIR [--repeats N] [--json REPORT]"""
-import argparse
 import json
 import os
 import pickle
@@ -26,6 +25,8 @@ import statistics
 import subprocess
 import sys
 import time
+
+from peer_arguments import side_by_side_parser
 
 
 def authors_side(args, weights):
@@ -94,12 +95,9 @@ def our_side(args, weights):
 
 
 def main():
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--authors", required=True, help="folder of the authors' ExpansionNet_v2 repository")
-    parser.add_argument("--expnet", required=True)
+    parser = side_by_side_parser(__doc__)
     parser.add_argument("--vocab", required=True, help="the released demo_coco_tokens.pickle")
     parser.add_argument("--image", required=True)
-    parser.add_argument("--work", required=True)
     parser.add_argument("--repeats", type=int, default=5)
     parser.add_argument("--threads", type=int, default=2)
     parser.add_argument("--json")

@@ -39,6 +39,8 @@ import subprocess
 import sys
 import time
 
+from peer_arguments import side_by_side_parser
+
 
 def shapes_set(args):
     folder = os.path.join(args.work, "shapes")
@@ -205,10 +207,7 @@ def our_round(args, folder, precision):
 
 
 def main():
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--authors", required=True, help="folder of the authors' ExpansionNet_v2 repository")
-    parser.add_argument("--expnet", required=True)
-    parser.add_argument("--work", required=True)
+    parser = side_by_side_parser(__doc__)
     parser.add_argument("--threads", type=int, default=2)
     parser.add_argument("--steps", type=int, default=10)
     parser.add_argument("--warmup", type=int, default=3)
