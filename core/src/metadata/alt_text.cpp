@@ -1,7 +1,6 @@
 #include "expnet/metadata/alt_text.h"
 
 #include <fcntl.h>
-#include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -179,26 +178,6 @@ void write_sidecar(const std::string& image, const AltTextRecord& before, const 
   xmp_file->writeMetadata();
   xmp_file.reset();
   temp.commit(sidecar);
-}
-
-// Whether the file's bytes hold XMP of the older form (rdf:about="uuid:..."). exiv2 shows
-// only the packet it re-encoded, so the file itself is searched (mapped, not read in).
-bool holds_legacy_xmp(const std::string& path) {
-  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0) return false;
-  struct stat info{};
-  bool found = false;
-  if (::fstat(fd, &info) == 0 && info.st_size > 0) {
-    const size_t size = static_cast<size_t>(info.st_size);
-    void* bytes = ::mmap(nullptr, size, PROT_READ, MAP_PRIVATE, fd, 0);
-    if (bytes != MAP_FAILED) {
-      for (const char* needle : {"rdf:about='uuid:", "rdf:about=\"uuid:"})
-        found = found || ::memmem(bytes, size, needle, std::strlen(needle)) != nullptr;
-      ::munmap(bytes, size);
-    }
-  }
-  ::close(fd);
-  return found;
 }
 
 // A file exiv2 may read (metadata_hazard), opened with its metadata read. exiv2

@@ -239,4 +239,12 @@ std::string metadata_hazard(const std::string& path) {
   return "";
 }
 
+bool holds_legacy_xmp(const std::string& path) {
+  const MappedFile file(path);
+  bool found = false;
+  for (const char* needle : {"rdf:about='uuid:", "rdf:about=\"uuid:"})
+    found = found || (file.data() && ::memmem(file.data(), file.size(), needle, std::strlen(needle)) != nullptr);
+  return found;
+}
+
 }  // namespace expnet

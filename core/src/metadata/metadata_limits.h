@@ -19,4 +19,9 @@ inline constexpr size_t kMaxMetadataBlockBytes = 16'000'000;
 // blocks' headers only (the file is mapped, not read in); other formats pass.
 std::string metadata_hazard(const std::string& path);
 
+// Whether the file's bytes hold XMP of the older form (rdf:about="uuid:...",
+// Photoshop before 2008), which exiv2's toolkit would rewrite. exiv2 shows only
+// the packet it re-encoded, so the file itself is searched (mapped, not read in).
+bool holds_legacy_xmp(const std::string& path);
+
 }  // namespace expnet

@@ -11,6 +11,7 @@
 
 #include "expnet/metrics/eval_tokenizer.h"
 #include "expnet/metrics/scorers.h"
+#include "expnet/system/system.h"
 #include "metrics/metric_tables.h"
 
 namespace expnet {
@@ -23,6 +24,33 @@ using metrics_detail::kMaxN;
 using metrics_detail::kNone;
 using metrics_detail::NgramIndex;
 using metrics_detail::NgramScratch;
+
+namespace {
+
+// Splits images [0, count) in one range per core (one range under 256 images) and runs
+// `run(first, last, range)` on each, the first on this thread; an exception in any
+// range is rethrown here once all have ended. Returns the number of ranges.
+template <typename Run>
+size_t for_image_ranges(size_t count, Run&& run) {
+  const size_t ranges = count < 256 ? 1 : static_cast<size_t>(std::clamp(hardware_threads(), 1, 16));
+  std::vector<std::exception_ptr> failures(ranges);
+  const auto guarded = [&](size_t r) {
+    try {
+      run(count * r / ranges, count * (r + 1) / ranges, r);
+    } catch (...) {
+      failures[r] = std::current_exception();
+    }
+  };
+  std::vector<std::thread> helpers;
+  for (size_t r = 1; r < ranges; ++r) helpers.emplace_back(guarded, r);
+  guarded(0);
+  for (auto& helper : helpers) helper.join();
+  for (const auto& failure : failures)
+    if (failure) std::rethrow_exception(failure);
+  return ranges;
+}
+
+}  // namespace
 
 struct EvalSet::Words {
   metrics_detail::WordTable table;
@@ -92,18 +120,13 @@ void EvalSet::add_raw_all(const std::vector<RawImage>& images) {
     std::vector<std::vector<std::string>> references;
   };
   std::vector<Tokenized> tokens(images.size());
-  const auto tokenize = [&](size_t first, size_t step) {
-    for (size_t i = first; i < images.size(); i += step) {
+  for_image_ranges(images.size(), [&](size_t first, size_t last, size_t) {
+    for (size_t i = first; i < last; ++i) {
       tokens[i].candidate = tokenize_for_eval(images[i].candidate);
       tokens[i].references.reserve(images[i].references->size());
       for (const auto& reference : *images[i].references) tokens[i].references.push_back(tokenize_for_eval(reference));
     }
-  };
-  const size_t threads = std::clamp<size_t>(std::thread::hardware_concurrency(), 1, 16);
-  std::vector<std::thread> helpers;
-  for (size_t t = 1; t < threads && images.size() > 64; ++t) helpers.emplace_back(tokenize, t, threads);
-  tokenize(0, helpers.empty() ? 1 : threads);
-  for (auto& helper : helpers) helper.join();
+  });
   for (size_t i = 0; i < images.size(); ++i) add(images[i].id, tokens[i].candidate, tokens[i].references);
 }
 
@@ -250,23 +273,10 @@ BleuScores compute_bleu(const EvalSet& set) {
   constexpr double kTiny = 1e-15, kSmall = 1e-9;
   BleuScores result;
   result.per_image.resize(set.size());
-  const size_t threads = set.size() < 256 ? 1 : std::clamp<size_t>(std::thread::hardware_concurrency(), 1, 16);
-  std::vector<BleuTotals> totals(threads);
-  std::vector<std::thread> helpers;
-  const auto range = [&](size_t t) { return set.size() * t / threads; };
-  std::vector<std::exception_ptr> failures(threads);  // an image of over 65,535 distinct words
-  const auto run = [&](size_t t) {
-    try {
-      bleu_of_images(set, range(t), range(t + 1), result.per_image, totals[t]);
-    } catch (...) {
-      failures[t] = std::current_exception();
-    }
-  };
-  for (size_t t = 1; t < threads; ++t) helpers.emplace_back(run, t);
-  run(0);
-  for (auto& helper : helpers) helper.join();
-  for (const auto& failure : failures)
-    if (failure) std::rethrow_exception(failure);
+  std::vector<BleuTotals> totals(16);  // one per range; an image of over 65,535 distinct words throws
+  totals.resize(for_image_ranges(set.size(), [&](size_t first, size_t last, size_t range) {
+    bleu_of_images(set, first, last, result.per_image, totals[range]);
+  }));
   BleuTotals sum;
   for (const BleuTotals& t : totals) {
     for (int k = 0; k < 4; ++k) sum.guess[k] += t.guess[k], sum.correct[k] += t.correct[k];
@@ -507,12 +517,7 @@ MetricScores compute_cider_d(const EvalSet& set) {
           metrics_detail::cider_d_score(candidate, candidate_arena, reference_vectors, reference_arena);
     }
   };
-  const size_t threads = set.size() < 256 ? 1 : std::clamp<size_t>(std::thread::hardware_concurrency(), 1, 16);
-  std::vector<std::thread> helpers;
-  for (size_t t = 1; t < threads; ++t)
-    helpers.emplace_back(score_images, set.size() * t / threads, set.size() * (t + 1) / threads);
-  score_images(0, set.size() / threads);
-  for (auto& helper : helpers) helper.join();
+  for_image_ranges(set.size(), [&](size_t first, size_t last, size_t) { score_images(first, last); });
   result.corpus = mean(result.per_image);
   return result;
 }
