@@ -13,6 +13,7 @@
 #include "expnet/model/model_config.h"
 #include "expnet/system/paths.h"
 #include "expnet/train/train_bench.h"
+#include "op_profile.h"
 
 namespace expnet::cli {
 namespace {
@@ -23,6 +24,9 @@ struct Options {
   int64_t batch = 32, steps = 10, warmup = 3, images = 300, samples = 5, max_len = 20;
   int workers = 2;
   bool json = false;
+  bool unfused = false;  // LibTorch's operators where the fused training kernels would run
+  bool profile = false;  // one more step under LibTorch's profiler: operators by self time on stderr
+  std::string trace;     // and that step's Chrome trace
 };
 
 // The 1-minute load average: figures taken on a busy machine say so.
@@ -47,6 +51,12 @@ void run(const RuntimeOptions& runtime, const Options& o) {
   b.precision = o.precision == "fp32" ? TrainPrecision::fp32 : o.precision == "bf16" ? TrainPrecision::bf16 : TrainPrecision::automatic;
   b.samples_per_image = o.samples;
   b.max_len = o.max_len;
+  b.fused = !o.unfused;
+  if (o.profile || !o.trace.empty())
+    b.profile_step = [&o](const std::function<void()>& step) {
+      profile_ops(std::string(o.scst ? "one SCST step" : "one XE step") + " after the timed ones", step, std::cerr, 30,
+                  o.trace);
+    };
   const auto r = o.scst ? bench_scst(b) : bench_training(b);
   nlohmann::json phases = {{"step", r.step_ms}, {"data", r.data_ms}, {"backbone_fwd", r.backbone_fwd_ms}};
   if (o.scst)
@@ -55,24 +65,28 @@ void run(const RuntimeOptions& runtime, const Options& o) {
     phases["encdec_fwd"] = r.encdec_fwd_ms;
   phases.update({{"loss", r.loss_ms}, {"backward", r.backward_ms}, {"optimizer", r.optimizer_ms}});
   if (o.json) {
+    // clang-format off
     nlohmann::json report{{"model", o.model.empty() ? "shapes-demo" : o.model}, {"parameters", r.parameters},
                           {"batch", r.batch}, {"steps", r.steps}, {"warmup", o.warmup}, {"threads", torch_threads()},
-                          {"device", b.device}, {"precision", r.precision}, {"images_per_s", r.images_per_s}, {"cpu_ms_per_step", r.cpu_ms},
+                          {"device", b.device}, {"precision", r.precision}, {"fused", r.fused},
+                          {"images_per_s", r.images_per_s}, {"cpu_ms_per_step", r.cpu_ms},
                           {"images_per_cpu_s", r.images_per_cpu_s}, {"load_average", load_average()},
                           {"omp_wait_policy", std::getenv("OMP_WAIT_POLICY") ? std::getenv("OMP_WAIT_POLICY") : "default"},
                           {"median_ms", phases}};
+    // clang-format on
     if (o.scst) report.update({{"samples_per_image", o.samples}, {"max_len", o.max_len}, {"mean_sampled_words", r.mean_sampled_words}});
     std::cout << report.dump() << std::endl;
     return;
   }
   std::cout << (o.scst ? "SCST training (" + std::to_string(o.samples) + " samples per image, " +
-                              std::to_string(r.mean_sampled_words).substr(0, 4) + " words each on average), "
-                        : std::string("XE training, "))
+                             std::to_string(r.mean_sampled_words).substr(0, 4) + " words each on average), "
+                       : std::string("XE training, "))
             << (o.model.empty() ? "shapes-demo" : o.model) << " model (" << r.parameters
-            << (o.scst ? " trained parameters), batch " : " parameters), batch ") << r.batch << ", " << b.device << ", " << r.precision << ", " << torch_threads()
-            << " threads, median of " << r.steps
-            << " steps:\n  " << r.images_per_s << " images/s (" << r.step_ms << " ms per step; CPU " << r.cpu_ms
-            << " ms, " << r.images_per_cpu_s << " images per CPU-second)\n  load average " << load_average() << "\n";
+            << (o.scst ? " trained parameters), batch " : " parameters), batch ") << r.batch << ", " << b.device << ", "
+            << r.precision << (r.fused ? "" : " (unfused)") << ", " << torch_threads() << " threads, median of "
+            << r.steps << " steps:\n  " << r.images_per_s << " images/s (" << r.step_ms << " ms per step; CPU "
+            << r.cpu_ms << " ms, " << r.images_per_cpu_s << " images per CPU-second)\n  load average " << load_average()
+            << "\n";
   for (const auto& [name, value] : phases.items())
     if (name != "step") std::cout << "  " << name << " " << value.get<double>() << " ms\n";
 }
@@ -93,6 +107,12 @@ void add_bench_options(CLI::App* command, const std::shared_ptr<Options>& o) {
     command->add_option("--max-len", o->max_len, "Longest sampled caption in words (default 20)")->check(CLI::Range(1, 200));
   }
   command->add_flag("--json", o->json, "One compact JSON object on stdout");
+  command->add_flag(
+      "--unfused", o->unfused,
+      "LibTorch's operators where the fused training kernels would run (Swin's window attention), to compare");
+  command->add_flag("--profile", o->profile,
+                    "Also print one more step's operators by self time and its stages (stderr; not in the figures)");
+  command->add_option("--trace", o->trace, "Write that profiled step's Chrome trace (chrome://tracing, Perfetto) here");
 }
 
 const bool registered = register_command({"bench train", 205, [](CLI::App& root) {

@@ -3,6 +3,7 @@
 // that reference weights give the same features (fixture tiny/: 1e-4).
 #include <torch/torch.h>
 
+#include <atomic>
 #include <cmath>
 #include <stdexcept>
 
@@ -10,6 +11,7 @@
 #include "expnet/model/swin.h"
 #include "expnet/model/expansion_net.h"
 #include "kernels/cpu/swin_bf16_kernels.h"
+#include "kernels/cpu/window_attention_training.h"
 
 namespace expnet {
 namespace {
@@ -83,6 +85,13 @@ int64_t largest_divisor_at_most(int64_t n, int64_t limit) {
 
 // ---------------------------------------------------------------- attention
 
+namespace {
+std::atomic<bool> fused_window_attention_on{true};
+}  // namespace
+
+void set_fused_window_attention(bool on) { fused_window_attention_on = on; }
+bool fused_window_attention() { return fused_window_attention_on; }
+
 SwinWindowAttentionImpl::SwinWindowAttentionImpl(int64_t dim_, int64_t window_, int64_t heads_, bool qkv_bias)
     : dim(dim_), window(window_), heads(heads_), scale(std::pow(static_cast<double>(dim_ / heads_), -0.5)) {
   relative_position_bias_table =
@@ -144,6 +153,10 @@ torch::Tensor SwinWindowAttentionImpl::attend(const torch::Tensor& x, const torc
   } else {
     qkv_rows = qkv->forward_bf16_out(x);
   }
+  // Training in float32 on the CPU: both products, the softmax and their backward in one fused node.
+  if (!in_place && (attn_drop == 0 || !is_training()) && fused_window_attention() &&
+      window_attention_training_applies(qkv_rows, bias_fp32, mask, heads))
+    return window_attention_training(qkv_rows, bias_fp32, mask, heads, scale);
   const auto qkv_out = qkv_rows.reshape({B_, N, 3, heads, C / heads}).permute({2, 0, 3, 1, 4});
   const auto q = qkv_out[0] * scale;
   auto attn = torch::matmul(q, qkv_out[1].transpose(-2, -1));

@@ -21,6 +21,7 @@
 #include "expnet/model/expansion_net.h"
 #include "expnet/metrics/cider_reward.h"
 #include "expnet/model/model_config.h"
+#include "expnet/model/swin.h"
 #include "expnet/train/losses.h"
 #include "expnet/train/radam.h"
 #include "expnet/text/vocabulary.h"
@@ -98,12 +99,14 @@ std::unique_ptr<BenchSetup> bench_setup(const TrainBenchOptions& o, SamplingMode
   b->params = trainable_parameters(*b->model, frozen_backbone);
   b->optimizer = std::make_unique<RAdam>(b->params, RAdamOptions(lr));
   b->autocast = training_autocast(false, o.precision, b->device);
+  set_fused_window_attention(o.fused);
   return b;
 }
 
 TrainBenchResult result_of(const TrainBenchOptions& o, const BenchSetup& b) {
   TrainBenchResult r;
   r.precision = autocast_name(b.autocast);
+  r.fused = o.fused;
   for (const auto& p : b.params) r.parameters += p.numel();
   r.batch = o.batch;
   r.steps = o.steps;
@@ -175,7 +178,7 @@ using Forward = std::function<torch::Tensor(int64_t step, const Batch& batch, co
                                             std::vector<Clock::time_point>& marks)>;
 PhaseTimes run_steps(const TrainBenchOptions& o, BenchSetup& b, const std::vector<Phase>& phases, const Forward& forward) {
   PhaseTimes times;
-  for (int64_t i = 0; i < o.warmup + o.steps; ++i) {
+  const auto one_step = [&](int64_t i, PhaseTimes& into) {
     const double c0 = process_cpu_ms();
     std::vector<Clock::time_point> marks;
     Batch batch;
@@ -185,11 +188,22 @@ PhaseTimes run_steps(const TrainBenchOptions& o, BenchSetup& b, const std::vecto
       AutocastScope scope(b.autocast);  // as the trainer's forward pass
       loss = forward(i, batch, images, marks);
     }
-    loss.backward();
+    {
+      RECORD_USER_SCOPE("expnet::backward");
+      loss.backward();
+    }
     marks.push_back(device_now(o.device));
-    optimizer_step(b);
+    {
+      RECORD_USER_SCOPE("expnet::optimizer");
+      optimizer_step(b);
+    }
     marks.push_back(device_now(o.device));
-    record_step(o, i, phases, marks, process_cpu_ms() - c0, fmt::format(", loss {:.4f}", loss.item<double>()), times);
+    record_step(o, i, phases, marks, process_cpu_ms() - c0, fmt::format(", loss {:.4f}", loss.item<double>()), into);
+  };
+  for (int64_t i = 0; i < o.warmup + o.steps; ++i) one_step(i, times);
+  if (o.profile_step) {
+    PhaseTimes untimed;
+    o.profile_step([&] { one_step(o.warmup + o.steps, untimed); });
   }
   return times;
 }

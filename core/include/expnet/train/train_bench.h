@@ -8,6 +8,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <string>
 
 #include "expnet/train/train_config.h"
@@ -25,13 +26,18 @@ struct TrainBenchOptions {
   std::string device = "cpu";    // "cuda" or "cuda:N" trains there (each phase waits for the device before it is timed)
   double dropout = 0.1, drop_path = 0.0;
   TrainPrecision precision = TrainPrecision::automatic;  // as a config's "precision"
+  bool fused = true;  // false: LibTorch's operators where our fused training kernels would run
   // SCST (bench_scst): `batch` counts images there, each sampled this often, at most max_len words.
   int64_t samples_per_image = 5, max_len = 20;
+  // When set, one more step after the timed ones runs inside this call (the CLI
+  // wraps it in LibTorch's profiler for `--profile`); it is not in the figures.
+  std::function<void(const std::function<void()>& step)> profile_step;
 };
 
 struct TrainBenchResult {
   int64_t parameters = 0, batch = 0, steps = 0;
   std::string precision;  // what ran: fp32 or bf16
+  bool fused = true;      // whether the fused training kernels could run
   double images_per_s = 0;       // batch / median step time
   // Process CPU time per step (all threads): on a loaded machine wall time
   // stretches, this does not (with 1 thread: images per CPU-second).
