@@ -28,10 +28,11 @@ bool is_quote(char32_t c) {
 // dropped too (see docs/metrics.md).
 bool is_bracket(char32_t c) { return c == '(' || c == ')' || c == '[' || c == ']' || c == '{' || c == '}'; }
 
-// A sentence's pieces, as PTB splits them: those coco-caption keeps become UTF-8
-// tokens. Pieces are views of the sentence (no string per piece).
+// A sentence's pieces, as PTB splits them: those coco-caption keeps go to `token`
+// in UTF-8. Pieces are views of the sentence (no string per piece).
 struct Tokens {
-  std::vector<std::string>& out;
+  const std::function<void(std::string_view)>& token;
+  std::string utf8;  // the current token's bytes, reused
   void add(std::u32string_view piece);
 };
 
@@ -141,16 +142,18 @@ bool is_dropped(std::u32string_view token) {
 }
 
 void Tokens::add(std::u32string_view piece) {
-  if (!piece.empty() && !is_dropped(piece)) out.push_back(u32_to_utf8(piece));
+  if (piece.empty() || is_dropped(piece)) return;
+  utf8.clear();
+  append_utf8(piece, utf8);
+  token(utf8);
 }
 
 }  // namespace
 
-std::vector<std::string> tokenize_for_eval(std::string_view raw) {
+void for_each_eval_token(std::string_view raw, const std::function<void(std::string_view)>& token) {
   std::u32string text = utf8_to_u32(std::string(raw));
   for (auto& c : text) c = unicode_lower(c);
-  std::vector<std::string> tokens;
-  Tokens out{tokens};
+  Tokens out{token, {}};
   const std::u32string_view all(text);
   size_t i = 0;
   while (i < all.size()) {
@@ -160,6 +163,11 @@ std::vector<std::string> tokenize_for_eval(std::string_view raw) {
     if (j > i) split_chunk(all.substr(i, j - i), out);
     i = j;
   }
+}
+
+std::vector<std::string> tokenize_for_eval(std::string_view raw) {
+  std::vector<std::string> tokens;
+  for_each_eval_token(raw, [&](std::string_view token) { tokens.emplace_back(token); });
   return tokens;
 }
 

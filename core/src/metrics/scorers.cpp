@@ -114,20 +114,56 @@ void EvalSet::add_raw_all(const std::vector<RawImage>& images) {
     for (size_t r = 0; r < image.references->size(); ++r)
       check_caption_size(image.id, (*image.references)[r].size(), static_cast<long>(r), "bytes", kMaxCaptionBytes);
   }
-  // Each image's sentences tokenized (candidate first) by one of the threads, then added in order.
-  struct Tokenized {
-    std::vector<std::string> candidate;
-    std::vector<std::vector<std::string>> references;
+  // Each range of images is tokenized by one thread straight into word ids of its
+  // own table; the tables then join the set's in range order, so every word keeps
+  // the id of its first appearance in image order, as adding one by one gives it.
+  struct RangeWords {
+    metrics_detail::WordTable table;
+    std::vector<uint32_t> ids;            // local ids, the range's sentences back to back
+    std::vector<size_t> sentence_ends;    // candidate, then references, image by image
+    size_t first = 0, last = 0;           // its images
   };
-  std::vector<Tokenized> tokens(images.size());
-  for_image_ranges(images.size(), [&](size_t first, size_t last, size_t) {
+  std::vector<RangeWords> ranges(16);
+  const size_t used = for_image_ranges(images.size(), [&](size_t first, size_t last, size_t r) {
+    RangeWords& words = ranges[r];
+    words.first = first;
+    words.last = last;
+    const auto token = [&](std::string_view word) { words.ids.push_back(words.table.intern(word)); };
     for (size_t i = first; i < last; ++i) {
-      tokens[i].candidate = tokenize_for_eval(images[i].candidate);
-      tokens[i].references.reserve(images[i].references->size());
-      for (const auto& reference : *images[i].references) tokens[i].references.push_back(tokenize_for_eval(reference));
+      for_each_eval_token(images[i].candidate, token);
+      words.sentence_ends.push_back(words.ids.size());
+      for (const auto& reference : *images[i].references) {
+        for_each_eval_token(reference, token);
+        words.sentence_ends.push_back(words.ids.size());
+      }
     }
   });
-  for (size_t i = 0; i < images.size(); ++i) add(images[i].id, tokens[i].candidate, tokens[i].references);
+  std::vector<uint32_t> to_set;
+  for (size_t r = 0; r < used; ++r) {
+    const RangeWords& words = ranges[r];
+    to_set.resize(words.table.size());
+    for (uint32_t id = 0; id < words.table.size(); ++id) to_set[id] = words_->table.intern(words.table.word(id));
+    size_t sentence = 0, begin = 0;
+    for (size_t i = words.first; i < words.last; ++i) {
+      const RawImage& raw = images[i];
+      if (raw.references->empty())
+        throw std::invalid_argument("image '" + raw.id + "' has no reference captions (every image needs at least one)");
+      for (size_t k = 0; k <= raw.references->size(); ++k)
+        check_caption_size(raw.id, words.sentence_ends[sentence + k] - (k == 0 ? begin : words.sentence_ends[sentence + k - 1]),
+                           static_cast<long>(k) - 1, "words", kMaxCaptionWords);
+      Image image;
+      image.id = raw.id;
+      image.first_sentence = sentence_offsets_.size() - 1;
+      image.reference_count = raw.references->size();
+      for (size_t k = 0; k <= raw.references->size(); ++k, ++sentence) {
+        const size_t end = words.sentence_ends[sentence];
+        for (size_t w = begin; w < end; ++w) word_ids_.push_back(to_set[words.ids[w]]);
+        sentence_offsets_.push_back(word_ids_.size());
+        begin = end;
+      }
+      images_.push_back(std::move(image));
+    }
+  }
 }
 
 EvalSet::Sentence EvalSet::candidate(size_t image) const {
@@ -388,11 +424,6 @@ struct FlatSentence {
   bool reference;
 };
 
-// The n-gram starting at a flat position: its id (within its order) and idf.
-struct Occurrence {
-  uint32_t id;
-  double idf;
-};
 struct WeightedNgram {
   uint64_t packed;  // id << 2 | n - 1
   double idf;
@@ -426,11 +457,14 @@ MetricScores compute_cider_d(const EvalSet& set) {
   const uint64_t vocabulary = std::max<uint32_t>(1, set.vocabulary_size());
   const double log_images = std::log(static_cast<double>(set.size()));
 
-  // occurrences[n][p]: the (n+1)-gram starting at flat position p.
-  std::array<std::vector<Occurrence>, kMaxN> occurrences;
+  // ngram_at[n][p]: the id (within order n) of the (n+1)-gram starting at flat
+  // position p; idf_of[n][id] its idf (ids apart from idfs: 4 bytes a position to scatter).
+  std::array<std::vector<uint32_t>, kMaxN> ngram_at;
+  std::array<std::vector<double>, kMaxN> idf_of;
   std::array<uint64_t, kMaxN> first_id{};  // order n's ids, made unique across orders
   std::vector<uint32_t> run_of_image(set.size(), kNone);  // dedupes images within one n-gram
   std::vector<KeyedPosition> items, buffer;
+  items.reserve(words.size());  // at most one n-gram of each order starts at a position
   uint64_t previous_count = 0;
   // Unigrams: the word ids are dense already; df with one stamp per word.
   {
@@ -442,10 +476,10 @@ MetricScores compute_cider_d(const EvalSet& set) {
             last_image[words[p]] = s.image;
             ++df[words[p]];
           }
-    std::vector<double> idf(vocabulary);
-    for (size_t w = 0; w < vocabulary; ++w) idf[w] = log_images - std::log(std::max(1.0, static_cast<double>(df[w])));
-    occurrences[0].resize(words.size());
-    for (size_t p = 0; p < words.size(); ++p) occurrences[0][p] = {words[p], idf[words[p]]};
+    idf_of[0].resize(vocabulary);
+    for (size_t w = 0; w < vocabulary; ++w)
+      idf_of[0][w] = log_images - std::log(std::max(1.0, static_cast<double>(df[w])));
+    ngram_at[0].assign(words.begin(), words.end());
     previous_count = vocabulary;
   }
   for (size_t n = 1; n < static_cast<size_t>(kMaxN); ++n) {
@@ -457,11 +491,12 @@ MetricScores compute_cider_d(const EvalSet& set) {
         const size_t p = s.begin + i;
         const uint64_t last = words[p + n];
         // Key = (id of the prefix within order n-1, last word).
-        items.push_back({uint64_t{occurrences[n - 1][p].id} * vocabulary + last, static_cast<uint32_t>(p), image});
+        items.push_back({uint64_t{ngram_at[n - 1][p]} * vocabulary + last, static_cast<uint32_t>(p), image});
       }
     }
     radix_sort(items, buffer, previous_count * vocabulary + vocabulary - 1);
-    occurrences[n].resize(words.size());
+    ngram_at[n].resize(words.size());
+    idf_of[n].clear();
     uint32_t count = 0;
     for (size_t i = 0; i < items.size(); ++count) {
       // df: the images whose references hold the n-gram.
@@ -474,8 +509,8 @@ MetricScores compute_cider_d(const EvalSet& set) {
           ++df;
         }
       }
-      const double idf = log_images - std::log(std::max(1.0, static_cast<double>(df)));
-      for (; i < j; ++i) occurrences[n][items[i].position] = {count, idf};
+      idf_of[n].push_back(log_images - std::log(std::max(1.0, static_cast<double>(df))));
+      for (; i < j; ++i) ngram_at[n][items[i].position] = count;
     }
     std::fill(run_of_image.begin(), run_of_image.end(), kNone);
     previous_count = count;
@@ -498,8 +533,8 @@ MetricScores compute_cider_d(const EvalSet& set) {
       for (size_t n = 0; n < static_cast<size_t>(kMaxN); ++n) {
         const size_t begin = ngrams.size();
         for (size_t i = 0; i + n < s.size; ++i) {
-          const Occurrence& o = occurrences[n][s.begin + i];
-          ngrams.push_back({((first_id[n] + o.id) << 2) | n, o.idf});
+          const uint32_t id = ngram_at[n][s.begin + i];
+          ngrams.push_back({((first_id[n] + id) << 2) | n, idf_of[n][id]});
         }
         std::sort(ngrams.begin() + static_cast<std::ptrdiff_t>(begin), ngrams.end());
       }

@@ -58,7 +58,12 @@ std::u32string utf8_to_u32(const std::string& text) {
 
 std::string u32_to_utf8(std::u32string_view text) {
   std::string out;
-  out.reserve(text.size());
+  append_utf8(text, out);
+  return out;
+}
+
+void append_utf8(std::u32string_view text, std::string& out) {
+  out.reserve(out.size() + text.size());
   for (const char32_t c : text) {
     if (c < 0x80) {
       out.push_back(static_cast<char>(c));
@@ -76,7 +81,6 @@ std::string u32_to_utf8(std::u32string_view text) {
       out.push_back(static_cast<char>(0x80 | (c & 0x3F)));
     }
   }
-  return out;
 }
 
 bool is_unicode_alnum(char32_t c) {
