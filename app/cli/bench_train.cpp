@@ -109,7 +109,7 @@ void add_bench_options(CLI::App* command, const std::shared_ptr<Options>& o) {
   command->add_flag("--json", o->json, "One compact JSON object on stdout");
   command->add_flag(
       "--unfused", o->unfused,
-      "LibTorch's operators where the fused training kernels would run (Swin's window attention), to compare");
+      "LibTorch's operators where the fused training kernels would run (Swin's window attention, dropout), to compare");
   command->add_flag("--profile", o->profile,
                     "Also print one more step's operators by self time and its stages (stderr; not in the figures)");
   command->add_option("--trace", o->trace, "Write that profiled step's Chrome trace (chrome://tracing, Perfetto) here");

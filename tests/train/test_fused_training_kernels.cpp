@@ -1,11 +1,13 @@
-// The fused training kernels against LibTorch's autograd: the same values and
-// the same gradients, on odd sizes (a head width and window that are not a
+// The fused training kernels against LibTorch's autograd: the window attention's
+// values and gradients on odd sizes (a head width and window that are not a
 // multiple of any vector width, a mask shared by groups of windows) and on a
-// Swin stage's own size.
+// Swin stage's own size; dropout's keep rate, scaling, gradient (the mask the
+// forward drew) and its seeding by LibTorch's generator.
 #include <QtTest/QtTest>
 #include <torch/torch.h>
 
 #include "expnet/model/swin.h"
+#include "kernels/cpu/dropout_training.h"
 #include "kernels/cpu/window_attention_training.h"
 
 using namespace expnet;
@@ -86,7 +88,7 @@ class TestFusedTrainingKernels : public QObject {
   }
 
   // The model takes the fused path while training: its outputs and its parameters'
-  // gradients are those of LibTorch's operators (set_fused_window_attention(false)).
+  // gradients are those of LibTorch's operators (set_fused_training_kernels(false)).
   void swinAttentionTrainsThroughTheFusedPath() {
     torch::manual_seed(3);
     SwinWindowAttention attention(48, 4, 3, true);
@@ -99,11 +101,11 @@ class TestFusedTrainingKernels : public QObject {
     const auto upstream = torch::randn({8, 16, 48});
     attention->train();
     auto run = [&](bool fused) {
-      set_fused_window_attention(fused);
+      set_fused_training_kernels(fused);
       attention->zero_grad();
       const auto out = attention->forward(x, mask);
       out.backward(upstream);
-      set_fused_window_attention(true);
+      set_fused_training_kernels(true);
       return std::vector<torch::Tensor>{out.detach(), attention->relative_position_bias_table.grad().clone(),
                                         attention->qkv->weight.grad().clone(), attention->qkv->bias.grad().clone()};
     };
@@ -115,6 +117,50 @@ class TestFusedTrainingKernels : public QObject {
       const double error = relative_error(fused[i], reference[i]);
       QVERIFY2(error < 1e-5, qPrintable(QString("%1: relative error %2").arg(names[i]).arg(error)));
     }
+  }
+
+  void dropoutKeepsOneMinusPScaledAndItsGradientIsTheMask() {
+    for (const int64_t n : {int64_t{1}, int64_t{7}, int64_t{1001}, int64_t{3} << 16}) {  // the last spans 6 blocks
+      for (const double p : {0.1, 0.5}) {
+        torch::manual_seed(11);
+        const auto x = (torch::rand({n}) + 0.5).requires_grad_(true);  // no zeros: a zero output is a dropped element
+        const auto out = dropout_training(x, p);
+        const auto kept = out.detach() != 0;
+        const double scale = 1.0 / (1.0 - p);
+        QVERIFY(torch::allclose(out.detach().masked_select(kept), x.detach().masked_select(kept) * scale, 1e-6, 0));
+        if (n > 100000) {
+          const double rate = kept.to(torch::kDouble).mean().item<double>();
+          QVERIFY2(std::abs(rate - (1 - p)) < 0.01, qPrintable(QString("p %1: kept %2").arg(p).arg(rate)));
+        }
+        const auto upstream = torch::randn({n});
+        const auto grad = torch::autograd::grad({out}, {x}, {upstream})[0];
+        const auto expected = torch::where(kept, upstream * scale, torch::zeros_like(upstream));
+        QVERIFY(torch::allclose(grad, expected, 1e-6, 0));
+      }
+    }
+    // a transposed (non-contiguous) input, 2-D
+    torch::manual_seed(5);
+    const auto x = torch::rand({37, 53}).add_(0.5).t().requires_grad_(true);
+    const auto out = dropout_training(x, 0.3);
+    QCOMPARE(out.sizes(), x.sizes());
+    QVERIFY(torch::allclose(out.detach().masked_select(out.detach() != 0),
+                            (x.detach() / 0.7).masked_select(out.detach() != 0)));
+  }
+
+  void dropoutMasksFollowLibTorchsSeedNotTheThreads() {
+    const auto x = torch::rand({200003}).add_(0.5);
+    torch::manual_seed(42);
+    const auto first = dropout_training(x, 0.25);
+    const auto second = dropout_training(x, 0.25);  // the generator moved on: another mask
+    QVERIFY(!torch::equal(first != 0, second != 0));
+    const int threads = at::get_num_threads();
+    at::set_num_threads(1);
+    torch::manual_seed(42);
+    const auto one_thread = dropout_training(x, 0.25);
+    at::set_num_threads(threads);
+    QVERIFY(torch::equal(first, one_thread));
+    QVERIFY(torch::equal(dropout_training(x, 0.0), x));
+    QVERIFY_THROWS_EXCEPTION(std::invalid_argument, dropout_training(x, 1.0));
   }
 };
 

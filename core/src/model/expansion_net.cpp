@@ -12,6 +12,7 @@
 #include "expnet/model/expansion_net.h"
 #include "expnet/model/pnaic.h"
 #include "kernels/cpu/step_kernels.h"  // kExpansionEps
+#include "kernels/cpu/dropout_training.h"
 #include "kernels/cpu/few_rows_linear.h"
 
 namespace expnet {
@@ -21,6 +22,7 @@ namespace F = torch::nn::functional;
 
 torch::Tensor apply_dropout(const torch::Tensor& x, double p, bool training) {
   if (!training || p <= 0) return x;
+  if (fused_training_kernels() && dropout_training_applies(x) && p < 1) return dropout_training(x, p);
   return F::dropout(x, F::DropoutFuncOptions().p(p).training(true));
 }
 

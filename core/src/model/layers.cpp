@@ -5,9 +5,18 @@
 #include <ATen/core/stack.h>
 #include <torch/torch.h>
 
+#include <atomic>
+
 #include "kernels/cpu/few_rows_linear.h"
 
 namespace expnet {
+
+namespace {
+std::atomic<bool> fused_training_kernels_on{true};
+}  // namespace
+
+void set_fused_training_kernels(bool on) { fused_training_kernels_on = on; }
+bool fused_training_kernels() { return fused_training_kernels_on; }
 
 LinearImpl::LinearImpl(int64_t in, int64_t out, bool with_bias)
     : in_features(in), out_features(out), packed_weight_(std::make_shared<PackedWeightCache>()) {

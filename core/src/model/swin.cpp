@@ -3,7 +3,6 @@
 // that reference weights give the same features (fixture tiny/: 1e-4).
 #include <torch/torch.h>
 
-#include <atomic>
 #include <cmath>
 #include <stdexcept>
 
@@ -85,13 +84,6 @@ int64_t largest_divisor_at_most(int64_t n, int64_t limit) {
 
 // ---------------------------------------------------------------- attention
 
-namespace {
-std::atomic<bool> fused_window_attention_on{true};
-}  // namespace
-
-void set_fused_window_attention(bool on) { fused_window_attention_on = on; }
-bool fused_window_attention() { return fused_window_attention_on; }
-
 SwinWindowAttentionImpl::SwinWindowAttentionImpl(int64_t dim_, int64_t window_, int64_t heads_, bool qkv_bias)
     : dim(dim_), window(window_), heads(heads_), scale(std::pow(static_cast<double>(dim_ / heads_), -0.5)) {
   relative_position_bias_table =
@@ -154,7 +146,7 @@ torch::Tensor SwinWindowAttentionImpl::attend(const torch::Tensor& x, const torc
     qkv_rows = qkv->forward_bf16_out(x);
   }
   // Training in float32 on the CPU: both products, the softmax and their backward in one fused node.
-  if (!in_place && (attn_drop == 0 || !is_training()) && fused_window_attention() &&
+  if (!in_place && (attn_drop == 0 || !is_training()) && fused_training_kernels() &&
       window_attention_training_applies(qkv_rows, bias_fp32, mask, heads))
     return window_attention_training(qkv_rows, bias_fp32, mask, heads, scale);
   const auto qkv_out = qkv_rows.reshape({B_, N, 3, heads, C / heads}).permute({2, 0, 3, 1, 4});

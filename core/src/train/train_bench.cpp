@@ -20,8 +20,8 @@
 #include "expnet/image/preprocess.h"
 #include "expnet/model/expansion_net.h"
 #include "expnet/metrics/cider_reward.h"
+#include "expnet/model/layers.h"
 #include "expnet/model/model_config.h"
-#include "expnet/model/swin.h"
 #include "expnet/train/losses.h"
 #include "expnet/train/radam.h"
 #include "expnet/text/vocabulary.h"
@@ -99,7 +99,7 @@ std::unique_ptr<BenchSetup> bench_setup(const TrainBenchOptions& o, SamplingMode
   b->params = trainable_parameters(*b->model, frozen_backbone);
   b->optimizer = std::make_unique<RAdam>(b->params, RAdamOptions(lr));
   b->autocast = training_autocast(false, o.precision, b->device);
-  set_fused_window_attention(o.fused);
+  set_fused_training_kernels(o.fused);
   return b;
 }
 

@@ -11,6 +11,12 @@
 
 namespace expnet {
 
+// Training in float32 on the CPU runs our fused kernels where they apply (Swin's
+// window attention, dropout); off, LibTorch's operators
+// run there, for comparisons (`expnet bench train --unfused`). Process-wide, on by default.
+void set_fused_training_kernels(bool on);
+bool fused_training_kernels();
+
 class PackedWeightCache;  // the decoding kernels' packed weight (private to core/src)
 
 // Training-time dropout rates; all 0 by default (inference). They only act in

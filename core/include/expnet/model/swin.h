@@ -15,12 +15,6 @@ namespace expnet {
 
 // ---------------------------------------------------------------- Swin backbone
 
-// Training in float32 on the CPU runs the window attention as one fused node
-// (forward and backward); off, LibTorch's operators run it, for comparisons
-// (`expnet bench train --unfused`). Process-wide, on by default.
-void set_fused_window_attention(bool on);
-bool fused_window_attention();
-
 class SwinWindowAttentionImpl : public torch::nn::Module {
  public:
   SwinWindowAttentionImpl(int64_t dim, int64_t window, int64_t heads, bool qkv_bias);
