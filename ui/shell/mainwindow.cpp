@@ -4,6 +4,7 @@
 
 #include <QAction>
 #include <QActionGroup>
+#include <QApplication>
 #include <QCloseEvent>
 #include <QFontMetrics>
 #include <QFrame>
@@ -26,6 +27,7 @@
 #include "runs/runactions.h"
 #include "runs/runspage.h"
 #include "common/theme.h"
+#include "common/wheelguard.h"
 #include "shell/aboutdialog.h"
 #include "shell/hostsdialog.h"
 #include "shell/studiocontext.h"
@@ -41,6 +43,7 @@ MainWindow::MainWindow(StudioContext* context, QWidget* parent)
       deviceLabel_(new QLabel),
       modelLabel_(new QLabel) {
   setWindowTitle(QStringLiteral("ExpansionNet Studio"));
+  qApp->installEventFilter(new WheelGuard(this));  // the wheel scrolls pages, not the value boxes under the pointer
   auto* central = new QWidget;
   auto* layout = new QHBoxLayout(central);
   layout->setContentsMargins(0, 0, 0, 0);
