@@ -30,9 +30,11 @@ namespace {
 // Splits images [0, count) in one range per core (one range under 256 images) and runs
 // `run(first, last, range)` on each, the first on this thread; an exception in any
 // range is rethrown here once all have ended. Returns the number of ranges.
+constexpr size_t kMaxRanges = 16;
+
 template <typename Run>
 size_t for_image_ranges(size_t count, Run&& run) {
-  const size_t ranges = count < 256 ? 1 : static_cast<size_t>(std::clamp(hardware_threads(), 1, 16));
+  const size_t ranges = count < 256 ? 1 : static_cast<size_t>(std::clamp(hardware_threads(), 1, int{kMaxRanges}));
   std::vector<std::exception_ptr> failures(ranges);
   const auto guarded = [&](size_t r) {
     try {
@@ -70,6 +72,11 @@ uint32_t EvalSet::add_sentence(const std::vector<std::string>& words) {
 
 namespace {
 
+void check_has_references(const std::string& image_id, size_t references) {
+  if (references == 0)
+    throw std::invalid_argument("image '" + image_id + "' has no reference captions (every image needs at least one)");
+}
+
 // `reference` -1 is the candidate.
 void check_caption_size(const std::string& image_id, size_t size, long reference, const char* unit, size_t limit) {
   if (size <= limit) return;
@@ -85,8 +92,7 @@ void check_caption_size(const std::string& image_id, size_t size, long reference
 
 void EvalSet::add(std::string image_id, const std::vector<std::string>& candidate,
                   const std::vector<std::vector<std::string>>& references) {
-  if (references.empty())
-    throw std::invalid_argument("image '" + image_id + "' has no reference captions (every image needs at least one)");
+  check_has_references(image_id, references.size());
   check_caption_size(image_id, candidate.size(), -1, "words", kMaxCaptionWords);
   for (size_t r = 0; r < references.size(); ++r)
     check_caption_size(image_id, references[r].size(), static_cast<long>(r), "words", kMaxCaptionWords);
@@ -123,7 +129,7 @@ void EvalSet::add_raw_all(const std::vector<RawImage>& images) {
     std::vector<size_t> sentence_ends;    // candidate, then references, image by image
     size_t first = 0, last = 0;           // its images
   };
-  std::vector<RangeWords> ranges(16);
+  std::vector<RangeWords> ranges(kMaxRanges);
   const size_t used = for_image_ranges(images.size(), [&](size_t first, size_t last, size_t r) {
     RangeWords& words = ranges[r];
     words.first = first;
@@ -146,8 +152,7 @@ void EvalSet::add_raw_all(const std::vector<RawImage>& images) {
     size_t sentence = 0, begin = 0;
     for (size_t i = words.first; i < words.last; ++i) {
       const RawImage& raw = images[i];
-      if (raw.references->empty())
-        throw std::invalid_argument("image '" + raw.id + "' has no reference captions (every image needs at least one)");
+      check_has_references(raw.id, raw.references->size());
       for (size_t k = 0; k <= raw.references->size(); ++k)
         check_caption_size(raw.id, words.sentence_ends[sentence + k] - (k == 0 ? begin : words.sentence_ends[sentence + k - 1]),
                            static_cast<long>(k) - 1, "words", kMaxCaptionWords);

@@ -87,28 +87,26 @@ template <int64_t R>
   for (; i < M; ++i) product_rows<1>(K, cols, A + i * lda, lda, B, ldb, C + i * ldc, ldc, alpha);
 }
 
-// rows x cols (ld) -> cols x rows (contiguous).
-void transpose(int64_t rows, int64_t cols, const float* in, int64_t ld, float* out) {
+// rows x cols (row length ld) -> cols x rows (row length out_ld).
+void transpose(int64_t rows, int64_t cols, const float* in, int64_t ld, float* out, int64_t out_ld) {
   for (int64_t r = 0; r < rows; ++r)
-    for (int64_t c = 0; c < cols; ++c) out[c * rows + r] = in[r * ld + c];
+    for (int64_t c = 0; c < cols; ++c) out[c * out_ld + r] = in[r * ld + c];
 }
 
 // Transposed k or v with their columns padded to whole vectors (zeros), so the
 // products over tokens run without a scalar tail; their results go to `wide`.
 struct TaskScratch {
   int64_t padded;                                        // N rounded up to 16
-  std::vector<float> transposed, wide, dp, ds, flipped;  // D x padded, N x padded, N x N (three)
+  std::vector<float> transposed, wide, ds, flipped;  // D x padded, N x padded, N x N (two)
   explicit TaskScratch(const Geometry& g)
       : padded((g.N + 15) / 16 * 16),
         transposed(static_cast<size_t>(g.D * padded), 0.f),
         wide(static_cast<size_t>(g.N * padded)),
-        dp(static_cast<size_t>(g.N * g.N)),
         ds(static_cast<size_t>(g.N * g.N)),
         flipped(static_cast<size_t>(g.N * g.N)) {}
-  // columns `at` .. at+D-1 of the window's N token rows (row length ld), as D x padded
+  // columns `at` .. at+D-1 of the window's N token rows, as D x padded
   const float* transpose_tokens(const Geometry& g, const float* tokens, int64_t at) {
-    for (int64_t j = 0; j < g.N; ++j)
-      for (int64_t d = 0; d < g.D; ++d) transposed[static_cast<size_t>(d * padded + j)] = tokens[j * g.row() + at + d];
+    transpose(g.N, g.D, tokens + at, g.row(), transposed.data(), padded);
     return transposed.data();
   }
 };
@@ -142,24 +140,23 @@ EXPNET_VECTOR_CLONES void backward_task(const Geometry& g, int64_t b, int64_t h,
   const float* go = grad_out + b * g.N * g.C + h * g.D;
   float* grads = grad_qkv + b * g.N * g.row();
   const int64_t q_at = h * g.D, k_at = g.C + h * g.D, v_at = 2 * g.C + h * g.D;
-  float* dp = scratch.dp.data();
   float* ds = scratch.ds.data();
   float* flipped = scratch.flipped.data();
   const float* vt = scratch.transpose_tokens(g, tokens, v_at);
   float* wide = scratch.wide.data();
-  product(g.N, g.D, scratch.padded, go, g.C, vt, scratch.padded, wide, scratch.padded);  // do v^T
-  for (int64_t i = 0; i < g.N; ++i) std::copy_n(wide + i * scratch.padded, g.N, dp + i * g.N);
+  product(g.N, g.D, scratch.padded, go, g.C, vt, scratch.padded, wide, scratch.padded);  // dp = do v^T
   for (int64_t i = 0; i < g.N; ++i) {
     const float* p_i = p + i * g.N;
+    const float* dp = wide + i * scratch.padded;
     float weighted = 0.f;
-    for (int64_t j = 0; j < g.N; ++j) weighted += p_i[j] * dp[i * g.N + j];
-    for (int64_t j = 0; j < g.N; ++j) ds[i * g.N + j] = p_i[j] * (dp[i * g.N + j] - weighted);
+    for (int64_t j = 0; j < g.N; ++j) weighted += p_i[j] * dp[j];
+    for (int64_t j = 0; j < g.N; ++j) ds[i * g.N + j] = p_i[j] * (dp[j] - weighted);
   }
   if (grad_scores) std::copy_n(ds, g.N * g.N, grad_scores);
-  transpose(g.N, g.N, p, g.N, flipped);
+  transpose(g.N, g.N, p, g.N, flipped, g.N);
   product(g.N, g.N, g.D, flipped, g.N, go, g.C, grads + v_at, g.row());                     // dv = p^T do
   product(g.N, g.N, g.D, ds, g.N, tokens + k_at, g.row(), grads + q_at, g.row(), g.scale);  // dq = scale ds k
-  transpose(g.N, g.N, ds, g.N, flipped);
+  transpose(g.N, g.N, ds, g.N, flipped, g.N);
   product(g.N, g.N, g.D, flipped, g.N, tokens + q_at, g.row(), grads + k_at, g.row(), g.scale);  // dk = scale ds^T q
 }
 
