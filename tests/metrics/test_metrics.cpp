@@ -5,6 +5,7 @@
 
 #include <cmath>
 #include <map>
+#include <random>
 
 #include "expnet/metrics/eval_tokenizer.h"
 #include "expnet/metrics/scorers.h"
@@ -164,6 +165,30 @@ class TestMetrics : public QObject {
     QFETCH(QString, raw);
     QFETCH(QString, tokens);
     QCOMPARE(QString::fromStdString(tokenize_for_eval_text(raw.toStdString())), tokens);
+  }
+
+  // All-ASCII text takes a shortcut for plain words (eval_tokenizer.cpp); one character
+  // outside ASCII in a chunk of its own sends the whole text down the UTF-32 path, whose
+  // tokens must be the same plus that character's.
+  void tokenizerAsciiShortcutMatchesFullRules() {
+    const std::string pieces[] = {"A",      "dog.",   "DOG",     "cannot", "Gonna",  "3.5",  "t-shirt", "x.", ".",
+                                  "..",     "a.b.",   "dog's",   "don't",  "(red)",  "50%",  "1,000",   "a,", "-",
+                                  "WANNA.", "lemme.", "o'clock", "'s",     "\"hi\"", "a--b", "x_y",     "_",  "q?"};
+    const std::string spaces[] = {" ", "  ", "\t", "\n", " \r\n", "\f", "\v"};
+    std::mt19937 random(7);
+    for (int trial = 0; trial < 400; ++trial) {
+      std::string text = trial % 5 == 0 ? spaces[random() % 7] : "";
+      const size_t chunks = 1 + random() % 9;
+      for (size_t c = 0; c < chunks; ++c) {
+        text += pieces[random() % std::size(pieces)];
+        if (random() % 3 == 0) text += pieces[random() % std::size(pieces)];  // glued pieces
+        text += spaces[random() % std::size(spaces)];
+      }
+      auto expected = tokenize_for_eval(text);
+      expected.push_back("\u00e9");
+      QCOMPARE(tokenize_for_eval(text + " \u00c9"), expected);
+    }
+    QCOMPARE(tokenize_for_eval_text("Cannot. GIMME 2. A dog."), std::string("can not gim me 2 a dog"));
   }
 
   // pycocoevalcap: no correct n-gram and testlen 0 -> the brevity penalty

@@ -148,21 +148,58 @@ void Tokens::add(std::u32string_view piece) {
   token(utf8);
 }
 
+// A chunk (no space inside) through the full rules: lower case in UTF-32, then PTB's splits.
+void split_utf8_chunk(std::string_view chunk, Tokens& out) {
+  std::u32string text = utf8_to_u32(std::string(chunk));
+  for (auto& c : text) c = unicode_lower(c);
+  split_chunk(text, out);
+}
+
+bool is_ascii_space(char c) { return c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '\f' || c == '\v'; }
+bool is_ascii_alnum(char c) { return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z'); }
+
+// Most caption chunks are a plain ASCII word, maybe ending the sentence with a full
+// stop: split_chunk() would give that word lowercased (the stop is dropped), so it is
+// handed over as is, without UTF-32. Anything else takes split_utf8_chunk().
+void split_ascii_chunk(std::string_view chunk, Tokens& out) {
+  const size_t word_size = chunk.size() > 1 && chunk.back() == '.' ? chunk.size() - 1 : chunk.size();
+  out.utf8.clear();
+  for (size_t k = 0; k < word_size; ++k) {
+    const char c = chunk[k];
+    if (!is_ascii_alnum(c)) return split_utf8_chunk(chunk, out);
+    out.utf8.push_back(c >= 'A' && c <= 'Z' ? static_cast<char>(c + 32) : c);
+  }
+  static const std::array<std::string_view, 6> fused = {"cannot", "gonna", "gotta", "wanna", "gimme", "lemme"};
+  if (std::find(fused.begin(), fused.end(), out.utf8) != fused.end()) return split_utf8_chunk(chunk, out);
+  out.token(out.utf8);
+}
+
+// Calls split(chunk) for each run of characters between spaces.
+template <typename Char, typename IsSpace, typename Split>
+void for_each_chunk(std::basic_string_view<Char> text, IsSpace is_space, Split split) {
+  size_t i = 0;
+  while (i < text.size()) {
+    while (i < text.size() && is_space(text[i])) ++i;
+    size_t j = i;
+    while (j < text.size() && !is_space(text[j])) ++j;
+    if (j > i) split(text.substr(i, j - i));
+    i = j;
+  }
+}
+
 }  // namespace
 
 void for_each_eval_token(std::string_view raw, const std::function<void(std::string_view)>& token) {
+  Tokens out{token, {}};
+  // Every space outside ASCII is a multi-byte character, so an all-ASCII text can be
+  // cut at its ASCII spaces byte by byte.
+  if (std::all_of(raw.begin(), raw.end(), [](char c) { return static_cast<unsigned char>(c) < 0x80; })) {
+    for_each_chunk(raw, is_ascii_space, [&](std::string_view chunk) { split_ascii_chunk(chunk, out); });
+    return;
+  }
   std::u32string text = utf8_to_u32(std::string(raw));
   for (auto& c : text) c = unicode_lower(c);
-  Tokens out{token, {}};
-  const std::u32string_view all(text);
-  size_t i = 0;
-  while (i < all.size()) {
-    while (i < all.size() && is_space(all[i])) ++i;
-    size_t j = i;
-    while (j < all.size() && !is_space(all[j])) ++j;
-    if (j > i) split_chunk(all.substr(i, j - i), out);
-    i = j;
-  }
+  for_each_chunk(std::u32string_view(text), is_space, [&](std::u32string_view chunk) { split_chunk(chunk, out); });
 }
 
 std::vector<std::string> tokenize_for_eval(std::string_view raw) {

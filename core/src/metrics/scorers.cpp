@@ -195,56 +195,86 @@ double mean(const std::vector<double>& values) {
   return sum / static_cast<double>(values.size());
 }
 
-// Per-image n-gram keys for BLEU: up to four 16-bit image-local word numbers
-// (1-based, 0 = no word), so the key also tells the order.
-class LocalNgrams {
+// BLEU's n-grams of one image, keyed by up to four 16-bit image-local word numbers
+// (1-based, 0 = no word, so the key also tells the order). An open-addressing table
+// of stamped slots, never cleared: per n-gram, its largest count in one reference so
+// far and its count in the sentence being read. A candidate occurrence is correct
+// while its count is within that largest count, which sums to pycocoevalcap's
+// min(candidate count, max reference count) without sorting anything.
+class ClippedNgramCounts {
  public:
-  explicit LocalNgrams(uint32_t vocabulary) : stamp_(vocabulary, 0), local_(vocabulary, 0) {}
-  void next_image(const std::string& image_id) {
+  explicit ClippedNgramCounts(uint32_t vocabulary) : stamp_(vocabulary, 0), local_(vocabulary, 0) {}
+  // `ngrams`: at most how many n-grams the image's sentences hold together.
+  void next_image(const std::string& image_id, size_t ngrams) {
     ++image_;
-    next_ = 0;
+    next_word_ = 0;
     image_id_ = &image_id;
+    size_t size = 64;
+    while (size < 2 * ngrams) size *= 2;
+    if (size > slots_.size()) {
+      slots_.assign(size, Slot{});
+      mask_ = size - 1;
+      shift_ = 64 - __builtin_ctzll(size);
+    }
   }
-  // Sorted (key, count) pairs of a sentence.
-  void count(const EvalSet::Sentence& sentence, std::vector<std::pair<uint64_t, uint32_t>>& out) {
-    keys_.clear();
+  void add_reference(const EvalSet::Sentence& sentence, uint32_t reference) {
+    for_each_ngram(sentence, [&](uint64_t key, int) {
+      Slot& slot = find(key);
+      if (slot.sentence != reference + 1) slot.sentence = reference + 1, slot.count = 0;
+      slot.maximum = std::max(slot.maximum, ++slot.count);
+    });
+  }
+  // Adds the candidate's clipped matches to correct[n - 1].
+  void match_candidate(const EvalSet::Sentence& sentence, double correct[4]) {
+    for_each_ngram(sentence, [&](uint64_t key, int order) {
+      Slot& slot = find(key);
+      if (slot.sentence != kCandidate) slot.sentence = kCandidate, slot.count = 0;
+      if (++slot.count <= slot.maximum) correct[order] += 1;
+    });
+  }
+
+ private:
+  static constexpr uint32_t kCandidate = ~uint32_t{0};
+  struct Slot {
+    uint64_t key = 0;
+    uint32_t image = 0, sentence = 0, count = 0, maximum = 0;
+  };
+  template <typename Visit>
+  void for_each_ngram(const EvalSet::Sentence& sentence, Visit&& visit) {
     for (size_t i = 0; i < sentence.size; ++i) {
       uint64_t key = 0;
       for (size_t k = 0; k < 4 && i + k < sentence.size; ++k) {
         key |= uint64_t{local(sentence.words[i + k])} << (16 * k);
-        keys_.push_back(key);
+        visit(key, static_cast<int>(k));
       }
     }
-    std::sort(keys_.begin(), keys_.end());
-    out.clear();
-    for (size_t i = 0; i < keys_.size();) {
-      size_t j = i + 1;
-      while (j < keys_.size() && keys_[j] == keys_[i]) ++j;
-      out.emplace_back(keys_[i], static_cast<uint32_t>(j - i));
-      i = j;
+  }
+  Slot& find(uint64_t key) {
+    for (size_t i = (key * 0x9E3779B97F4A7C15ULL) >> shift_;; i = (i + 1) & mask_) {
+      Slot& slot = slots_[i];
+      if (slot.image != image_) {
+        slot = {key, image_, 0, 0, 0};
+        return slot;
+      }
+      if (slot.key == key) return slot;
     }
   }
-  static int order(uint64_t key) { return (key >> 48) ? 4 : (key >> 32) ? 3 : (key >> 16) ? 2 : 1; }
-
- private:
   uint32_t local(uint32_t word) {
     if (stamp_[word] != image_) {
-      if (next_ == 0xFFFF)
+      if (next_word_ == 0xFFFF)
         throw std::runtime_error("image '" + *image_id_ + "' has more than 65535 distinct words; BLEU cannot score it");
       stamp_[word] = image_;
-      local_[word] = ++next_;
+      local_[word] = ++next_word_;
     }
     return local_[word];
   }
   std::vector<uint32_t> stamp_, local_;
-  uint32_t image_ = 0, next_ = 0;
+  std::vector<Slot> slots_;
+  size_t mask_ = 0;
+  int shift_ = 64;
+  uint32_t image_ = 0, next_word_ = 0;
   const std::string* image_id_ = nullptr;
-  std::vector<uint64_t> keys_;
 };
-
-}  // namespace
-
-namespace {
 
 // BLEU's sums over images; integers held in doubles, so any split adds up exactly.
 struct BleuTotals {
@@ -256,38 +286,27 @@ struct BleuTotals {
 void bleu_of_images(const EvalSet& set, size_t first, size_t last, std::vector<std::array<double, 4>>& per_image,
                     BleuTotals& totals) {
   constexpr double kTiny = 1e-15, kSmall = 1e-9;  // pycocoevalcap's constants
-  LocalNgrams ngrams(set.vocabulary_size());
-  std::vector<std::pair<uint64_t, uint32_t>> candidate_counts, reference_counts, max_counts;
+  ClippedNgramCounts ngrams(set.vocabulary_size());
   for (size_t image = first; image < last; ++image) {
-    ngrams.next_image(set.image_id(image));
     const auto candidate = set.candidate(image);
     const auto test_length = static_cast<long>(candidate.size);
-    ngrams.count(candidate, candidate_counts);
+    size_t words = candidate.size;
+    for (size_t r = 0; r < set.reference_count(image); ++r) words += set.reference(image, r).size;
+    ngrams.next_image(set.image_id(image), 4 * words);
 
-    // Maximum count of each n-gram over the references; the "closest"
-    // reference length (ties: the shorter one).
-    max_counts.clear();
+    // Largest count of each n-gram in one reference; the "closest" reference
+    // length (ties: the shorter one).
     long closest = -1;
     for (size_t r = 0; r < set.reference_count(image); ++r) {
       const auto reference = set.reference(image, r);
-      ngrams.count(reference, reference_counts);
-      max_counts.insert(max_counts.end(), reference_counts.begin(), reference_counts.end());
+      ngrams.add_reference(reference, static_cast<uint32_t>(r));
       const auto length = static_cast<long>(reference.size);
       if (closest < 0 || std::labs(length - test_length) < std::labs(closest - test_length) ||
           (std::labs(length - test_length) == std::labs(closest - test_length) && length < closest))
         closest = length;
     }
-    std::sort(max_counts.begin(), max_counts.end());
-
     double correct[4] = {0, 0, 0, 0};
-    size_t m = 0;
-    for (const auto& [key, count] : candidate_counts) {
-      while (m < max_counts.size() && max_counts[m].first < key) ++m;
-      size_t end = m;
-      while (end < max_counts.size() && max_counts[end].first == key) ++end;
-      if (end > m) correct[LocalNgrams::order(key) - 1] += std::min(count, max_counts[end - 1].second);
-      m = end;
-    }
+    ngrams.match_candidate(candidate, correct);
 
     std::array<double, 4> scores{};
     double bleu = 1.0;
