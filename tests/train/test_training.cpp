@@ -107,6 +107,45 @@ class TestTraining : public QObject {
     QVERIFY(radam_step_factors(6, 0.9, 0.98).step_size > 0);
   }
 
+  // RAdam moves the parameters that share a step count as one list (multi-tensor
+  // operators): parameters whose gradient is missing on some steps fall behind the
+  // others and must still each follow Liu et al.'s rule at their own step count.
+  void radamParametersAtDifferentStepsEachFollowTheRule() {
+    torch::manual_seed(3);
+    const std::vector<int64_t> sizes = {4, 1, 7};
+    std::vector<torch::Tensor> params;
+    std::vector<std::vector<double>> expected;
+    std::vector<std::vector<ScalarRAdam>> reference;
+    for (const int64_t size : sizes) {
+      params.push_back(torch::randn({size}, torch::kDouble).requires_grad_(true));
+      expected.emplace_back(params.back().data_ptr<double>(), params.back().data_ptr<double>() + size);
+      reference.emplace_back(size);
+    }
+    RAdam opt(params, RAdamOptions(1e-2));
+    for (int step = 1; step <= 14; ++step) {
+      for (size_t k = 0; k < params.size(); ++k) {
+        // Parameter 1 has no gradient on steps 2 and 3, parameter 2 none on step 5 onwards to 8.
+        const bool skipped = (k == 1 && (step == 2 || step == 3)) || (k == 2 && step >= 5 && step <= 8);
+        if (skipped) {
+          params[k].mutable_grad() = torch::Tensor();
+          continue;
+        }
+        const auto g = torch::randn({sizes[k]}, torch::kDouble);
+        params[k].mutable_grad() = g;
+        for (int64_t i = 0; i < sizes[k]; ++i)
+          expected[k][i] = reference[k][i].update(expected[k][i], g[i].item<double>(), 1e-2);
+      }
+      opt.step();
+      for (size_t k = 0; k < params.size(); ++k)
+        for (int64_t i = 0; i < sizes[k]; ++i)
+          QVERIFY2(std::abs(params[k][i].item<double>() - expected[k][i]) <= 1e-14,
+                   qPrintable(QString("parameter %1, element %2, step %3").arg(k).arg(i).arg(step)));
+    }
+    QCOMPARE(reference[0][0].step, 14);
+    QCOMPARE(reference[1][0].step, 12);
+    QCOMPARE(reference[2][0].step, 10);
+  }
+
   void radamMatchesTorchFromSameState_data() {
     QTest::addColumn<int>("step");
     QTest::newRow("step 6") << 6;

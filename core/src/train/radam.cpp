@@ -4,6 +4,7 @@
 #include <torch/torch.h>
 
 #include <cmath>
+#include <map>
 #include <sstream>
 #include <stdexcept>
 #include <type_traits>
@@ -75,6 +76,11 @@ RAdamStepFactors radam_step_factors(int64_t step, double beta1, double beta2) {
   return f;
 }
 
+// All parameters of a group that share a step count move together through LibTorch's
+// multi-tensor (_foreach_) operators: on CUDA each is one fused kernel over the whole
+// list instead of seven small kernels per parameter (the loop was a quarter of the
+// shapes-demo model's GPU step, docs/performance.md); on the CPU they run the same
+// per-tensor operators as a loop would, in the same order, so the arithmetic is unchanged.
 torch::Tensor RAdam::step(LossClosure closure) {
   torch::NoGradGuard no_grad;
   torch::Tensor loss = {};
@@ -82,12 +88,15 @@ torch::Tensor RAdam::step(LossClosure closure) {
     at::AutoGradMode enable_grad(true);
     loss = closure();
   }
+  struct SameStep {
+    std::vector<at::Tensor> params, grads, exp_avgs, exp_avg_sqs;
+  };
   for (auto& group : param_groups_) {
     const auto& options = static_cast<const RAdamOptions&>(group.options());
     const auto [beta1, beta2] = options.betas();
+    std::map<int64_t, SameStep> by_step;  // the step each parameter is about to take
     for (auto& p : group.params()) {
       if (!p.grad().defined()) continue;
-      const auto& grad = p.grad();
       auto key = state_key_of<std::decay_t<decltype(state_)>::key_type>(p);
       auto it = state_.find(key);
       if (it == state_.end()) {
@@ -97,14 +106,25 @@ torch::Tensor RAdam::step(LossClosure closure) {
         it = state_.emplace(key, std::move(fresh)).first;
       }
       auto& state = static_cast<RAdamParamState&>(*it->second);
-      state.exp_avg_sq().mul_(beta2).addcmul_(grad, grad, 1.0 - beta2);
-      state.exp_avg().mul_(beta1).add_(grad, 1.0 - beta1);
       state.step(state.step() + 1);
-      const auto factors = radam_step_factors(state.step(), beta1, beta2);
+      SameStep& same = by_step[state.step()];
+      same.params.push_back(p);
+      same.grads.push_back(p.grad());
+      same.exp_avgs.push_back(state.exp_avg());
+      same.exp_avg_sqs.push_back(state.exp_avg_sq());
+    }
+    for (auto& [step, same] : by_step) {
+      at::_foreach_mul_(same.exp_avg_sqs, beta2);
+      at::_foreach_addcmul_(same.exp_avg_sqs, same.grads, same.grads, 1.0 - beta2);
+      at::_foreach_mul_(same.exp_avgs, beta1);
+      at::_foreach_add_(same.exp_avgs, same.grads, 1.0 - beta1);
+      const auto factors = radam_step_factors(step, beta1, beta2);
       if (factors.step_size < 0) continue;  // rho_t < 5: Liu et al. make no update
-      if (options.weight_decay() != 0) p.add_(p, -options.weight_decay() * options.lr());
-      const auto denom = state.exp_avg_sq().sqrt().add_(options.eps());
-      p.addcdiv_(state.exp_avg(), denom, -factors.step_size * options.lr());
+      if (options.weight_decay() != 0)
+        at::_foreach_add_(same.params, same.params, -options.weight_decay() * options.lr());
+      auto denominators = at::_foreach_sqrt(same.exp_avg_sqs);
+      at::_foreach_add_(denominators, options.eps());
+      at::_foreach_addcdiv_(same.params, same.exp_avgs, denominators, -factors.step_size * options.lr());
     }
   }
   return loss;
