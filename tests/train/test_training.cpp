@@ -146,6 +146,40 @@ class TestTraining : public QObject {
     QCOMPARE(reference[2][0].step, 10);
   }
 
+  // clip_gradient_norm against LibTorch's clip_grad_norm_ on the same gradients: equal
+  // norms and equal clipped gradients, clipping or not, a parameter without a gradient.
+  void clipGradientNormEqualsLibTorchs_data() {
+    QTest::addColumn<double>("max_norm");
+    QTest::newRow("clips") << 0.5;
+    QTest::newRow("does not clip") << 100.0;
+    QTest::newRow("no limit") << std::numeric_limits<double>::infinity();
+  }
+  void clipGradientNormEqualsLibTorchs() {
+    QFETCH(double, max_norm);
+    torch::manual_seed(5);
+    std::vector<torch::Tensor> ours, theirs;
+    for (const int64_t size : {3, 17, 1, 40}) {
+      ours.push_back(torch::randn({size}).requires_grad_(true));
+      theirs.push_back(ours.back().detach().clone().requires_grad_(true));
+      if (size == 1) continue;  // this one has no gradient
+      const auto g = torch::randn({size}) * 0.3;
+      ours.back().mutable_grad() = g.clone();
+      theirs.back().mutable_grad() = g.clone();
+    }
+    const double norm = clip_gradient_norm(ours, max_norm);
+    QCOMPARE(norm, torch::nn::utils::clip_grad_norm_(theirs, max_norm));
+    for (size_t k = 0; k < ours.size(); ++k) {
+      QCOMPARE(ours[k].grad().defined(), theirs[k].grad().defined());
+      if (ours[k].grad().defined()) QVERIFY(torch::equal(ours[k].grad(), theirs[k].grad()));
+    }
+    if (max_norm < norm)
+      QVERIFY(
+          std::abs(
+              torch::stack(at::_foreach_norm({ours[0].grad(), ours[1].grad(), ours[3].grad()})).norm().item<double>() -
+              max_norm) < 1e-5);
+    QCOMPARE(clip_gradient_norm({torch::zeros({2}, torch::requires_grad())}, 1.0), 0.0);
+  }
+
   void radamMatchesTorchFromSameState_data() {
     QTest::addColumn<int>("step");
     QTest::newRow("step 6") << 6;

@@ -130,6 +130,20 @@ torch::Tensor RAdam::step(LossClosure closure) {
   return loss;
 }
 
+double clip_gradient_norm(const std::vector<torch::Tensor>& params, double max_norm) {
+  torch::NoGradGuard no_grad;
+  std::vector<at::Tensor> grads;
+  for (const auto& p : params)
+    if (p.grad().defined()) grads.push_back(p.grad());
+  if (grads.empty()) return 0.0;
+  const auto norms = at::_foreach_norm(grads, 2);
+  const at::Tensor total = norms.size() == 1 ? norms[0] : torch::stack(norms).norm(2);
+  // As LibTorch computes it: in the gradients' dtype, clamped to at most 1.
+  const double coefficient = torch::clamp(max_norm / (total + 1e-6), c10::nullopt, 1.0).item<double>();
+  at::_foreach_mul_(grads, coefficient);
+  return total.item<double>();
+}
+
 // State by parameter position (group g, parameter i), which survives a new
 // process: LibTorch's own archive keys state by tensor address and does not
 // restore group options.

@@ -166,7 +166,7 @@ torch::Tensor next_batch(BenchSetup& b, const std::string& device, Batch& batch,
 
 // Clipping and the RAdam update, as the trainer does them.
 void optimizer_step(BenchSetup& b) {
-  torch::nn::utils::clip_grad_norm_(b.params, 1.0);
+  clip_gradient_norm(b.params, 1.0);
   b.optimizer->step();
   b.optimizer->zero_grad();
 }

@@ -420,12 +420,14 @@ void Trainer::apply_update(StageRun& run, StepFigures& step) {
   }
   if (options_.autocast) {
     torch::NoGradGuard no_grad;
+    std::vector<torch::Tensor> grads;
     for (auto& p : run.params)
-      if (p.grad().defined()) p.mutable_grad().div_(progress_.loss_scale);
+      if (p.grad().defined()) grads.push_back(p.grad());
+    at::_foreach_div_(grads, progress_.loss_scale);  // one kernel over all gradients on CUDA
   }
   // NaN/inf guard: the update is skipped (and recorded) when the loss or the gradient is not finite.
   const double max_norm = run.stage.clip > 0 ? run.stage.clip : std::numeric_limits<double>::infinity();
-  step.grad_norm = torch::nn::utils::clip_grad_norm_(run.params, max_norm);
+  step.grad_norm = clip_gradient_norm(run.params, max_norm);
   step.finite = std::isfinite(step.loss) && std::isfinite(step.grad_norm);
   if (step.finite) optimizer_->step();
   optimizer_->zero_grad();

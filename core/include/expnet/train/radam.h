@@ -60,4 +60,10 @@ struct RAdamStepFactors {
 };
 RAdamStepFactors radam_step_factors(int64_t step, double beta1, double beta2);
 
+// torch::nn::utils::clip_grad_norm_ (L2) through multi-tensor operators: the norms of
+// all gradients in one _foreach_norm and their scaling in one _foreach_mul_ (one kernel
+// each on CUDA, not two per parameter), the same arithmetic on the CPU. Returns the
+// norm before clipping; parameters without a gradient are skipped.
+double clip_gradient_norm(const std::vector<torch::Tensor>& params, double max_norm);
+
 }  // namespace expnet
