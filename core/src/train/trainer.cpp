@@ -423,7 +423,7 @@ void Trainer::apply_update(StageRun& run, StepFigures& step) {
     std::vector<torch::Tensor> grads;
     for (auto& p : run.params)
       if (p.grad().defined()) grads.push_back(p.grad());
-    at::_foreach_div_(grads, progress_.loss_scale);  // one kernel over all gradients on CUDA
+    if (!grads.empty()) at::_foreach_div_(grads, progress_.loss_scale);  // one kernel for all on CUDA
   }
   // NaN/inf guard: the update is skipped (and recorded) when the loss or the gradient is not finite.
   const double max_norm = run.stage.clip > 0 ? run.stage.clip : std::numeric_limits<double>::infinity();
