@@ -4,7 +4,12 @@
 # PyTorch's LibTorch with the kit of packaging/gpu-kit.sh, then checks parity
 # with the fixtures on CUDA and runs the benchmarks on CUDA and on the CPU.
 #   packaging/gpu-check.sh [OUT]     (OUT: logs and results, default build/gpu-out)
-# EXPNET_GPU_BUILD_ONLY=1 builds and stops.
+# EXPNET_GPU_BUILD_ONLY=1 builds and stops. EXPNET_GPU_TRAINING=side-by-side|recipes|all
+# runs issue 49's training checks instead of the parity and benchmark steps:
+# side-by-side, the XE and SCST steps against the authors' code on CUDA (their Python
+# from the kit's authors/, packaging/gpu-kit.sh with EXPNET_AUTHORS set; about 250 s);
+# recipes, the shapes-demo recipe's time to validation CIDEr-D 2.0 in fp32 and in bf16
+# (packaging/time_to_cider.py, at most 250 s each). Set EXPNET_GPU_BUDGET_S to match.
 # Steps past the time budget (EXPNET_GPU_BUDGET_S, default 540 s) are skipped
 # and say so. Results: docs/performance.md ("CUDA").
 set -uo pipefail
@@ -72,6 +77,30 @@ X=$BUILD/app/expnet
 "$X" --version --device cuda
 # EXPNET_GPU_BUILD_ONLY=1: stop here (a caller runs its own commands with the CLI).
 [[ ${EXPNET_GPU_BUILD_ONLY:-0} == 1 ]] && { say "build only: done in ${SECONDS}s"; exit 0; }
+
+TRAINING=${EXPNET_GPU_TRAINING:-}
+if [[ -n $TRAINING ]]; then
+  A=${EXPNET_AUTHORS:-$KIT/authors}
+  if [[ $TRAINING == recipes ]]; then
+    :
+  elif [[ -d $A/models ]]; then
+    for objective in xe scst; do
+      step "side-by-side-$objective-cuda" 150 python3 "$ROOT/tests/peer/authors_train_side_by_side.py" --authors "$A" \
+        --expnet "$X" --work "$OUT/side-by-side" --device cuda --objective "$objective" --steps 20 --warmup 3 --rounds 2 \
+        --json "$OUT/side-by-side-$objective-cuda.json"
+    done
+  else
+    say "no authors' code at $A: the side-by-side steps are skipped"
+  fi
+  for precision in fp32 bf16; do
+    [[ $TRAINING == side-by-side ]] && break
+    rm -rf "$OUT/recipe-$precision"
+    step "time-to-cider-$precision" 260 python3 "$ROOT/packaging/time_to_cider.py" --expnet "$X" --out "$OUT/recipe-$precision" \
+      --preset shapes-demo --precision "$precision" --device cuda --target 2.0 --limit 240
+  done
+  say "done in ${SECONDS}s"
+  exit 0
+fi
 
 F=${EXPNET_FIXTURES:-$KIT/fixtures}/reference/tiny
 step doctor 60 "$X" doctor --device cuda

@@ -80,5 +80,12 @@ rm -rf "$KIT"
 mkdir -p "$KIT"
 tar -C "$P" -cf - . | xz -T2 -6 > "$KIT/deps.tar.xz"
 if [[ -d $FIXTURES ]]; then cp -a "$FIXTURES" "$KIT/fixtures"; else echo "[gpu-kit] no fixtures at $FIXTURES: parity will be skipped" >&2; fi
+# EXPNET_AUTHORS=DIR (a checkout of the authors' ExpansionNet_v2): the Python files the
+# training side-by-side imports (models, losses, optims, utils, eval's scorers), for
+# gpu-check.sh's EXPNET_GPU_TRAINING steps; their code is only run there, never shipped.
+if [[ -n ${EXPNET_AUTHORS:-} ]]; then
+  (cd "$EXPNET_AUTHORS" && find models losses optims utils eval -name '*.py' -not -path 'eval/spice/*' -print0 |
+    tar --null -T - -cf -) | (mkdir -p "$KIT/authors" && tar -C "$KIT/authors" -xf -)
+fi
 grep -qx '/.gpukit/' "$ROOT/.git/info/exclude" 2>/dev/null || echo '/.gpukit/' >> "$ROOT/.git/info/exclude"
 echo "[gpu-kit] $KIT: $(du -sh "$KIT" | cut -f1) (deps $(du -h "$KIT/deps.tar.xz" | cut -f1))"

@@ -23,12 +23,17 @@ over backbone features, the frozen-backbone form of their SCST) on 16 images' fe
 training references (mean baseline), backward, clipping, RAdam; against `expnet bench
 scst` (frozen backbone: compute = step - data - backbone forward).
 
+With --device cuda, both sides run on the GPU: their model, batches and loss on it (the
+features of an SCST step too; their CIDEr-D is computed in Python, as in their code), ours
+as `expnet bench ... --device cuda`; each timing mark waits for the device first. Their
+side is float32 (they train without mixed precision); `auto` is bf16 on a GPU with bf16.
+
 Rounds alternate theirs and ours; each side's figure is its best round (median over the
 timed steps of that round). Prints the ratios the issue sets: compute step <= 0.5x
 theirs in the precision `auto` picks (XE and SCST), fp32 <= 0.7x (XE).
 
 usage: authors_train_side_by_side.py --authors DIR --expnet EXPNET --work DIR
-           [--objective xe|scst] [--threads 2] [--steps 10] [--warmup 3] [--rounds 2]
+           [--objective xe|scst] [--device cpu|cuda] [--threads 2] [--steps 10] [--warmup 3] [--rounds 2]
            [--precisions auto,fp32] [--json REPORT]"""
 import argparse
 import json
@@ -62,14 +67,21 @@ def their_setup(args, folder, torch):
     return train, idx2word, {w: i for i, w in enumerate(idx2word)}
 
 
-def their_update(torch, loss, params, optimizer):
+def clock(torch, device):
+    """time.perf_counter once the device has finished what was queued (CUDA runs asynchronously)."""
+    if device == "cuda":
+        torch.cuda.synchronize()
+    return time.perf_counter()
+
+
+def their_update(torch, loss, params, optimizer, device):
     """Backward, clipping at 1.0 and their RAdam's step, as ours: the times after backward and after the update."""
     loss.backward()
-    t3 = time.perf_counter()
+    t3 = clock(torch, device)
     torch.nn.utils.clip_grad_norm_(params, 1.0)
     optimizer.step()
     optimizer.zero_grad()
-    return t3, time.perf_counter()
+    return t3, clock(torch, device)
 
 
 def keep(phases, names, marks, cpu_start):
@@ -108,9 +120,10 @@ def their_round(args, folder):
         swin_drop_rate=0.0, swin_attn_drop_rate=0.0, swin_drop_path_rate=0.0, swin_norm_layer=torch.nn.LayerNorm,
         swin_ape=False, swin_patch_norm=True, swin_use_checkpoint=False, final_swin_dim=128, d_model=128, N_enc=2,
         N_dec=2, num_heads=4, ff=256, num_exp_enc_list=[8, 16], num_exp_dec=4, output_word2idx=word2idx,
-        output_idx2word=idx2word, max_seq_len=22, drop_args=drop, rank="cpu")
+        output_idx2word=idx2word, max_seq_len=22, drop_args=drop, rank=args.device)
+    model.to(args.device)
     model.train()
-    loss_function = LabelSmoothingLoss(smoothing_coeff=0.1, rank="cpu")
+    loss_function = LabelSmoothingLoss(smoothing_coeff=0.1, rank=args.device)
     params = [p for p in model.parameters() if p.requires_grad]
     optimizer = RAdam(params, lr=1e-4)
     rng = random.Random(1)
@@ -124,14 +137,15 @@ def their_round(args, folder):
             ids = [sos] + [word2idx.get(w, 3) for w in tokens] + [eos]
             y[row, :len(ids)] = torch.tensor(ids)
         pads = [int((row == pad).sum()) for row in y[:, :-1]]
+        x, y = x.to(args.device), y.to(args.device)
         c0 = time.process_time()
-        t0 = time.perf_counter()
+        t0 = clock(torch, args.device)
         pred = model(enc_x=x, dec_x=y[:, :-1], enc_x_num_pads=[0] * 32, dec_x_num_pads=pads, apply_log_softmax=False)
-        t1 = time.perf_counter()
+        t1 = clock(torch, args.device)
         target = y[:, 1:]
         loss = loss_function(pred, target, pad, divide_by_non_zeros=False) / (target != pad).sum().float()
-        t2 = time.perf_counter()
-        t3, t4 = their_update(torch, loss, params, optimizer)
+        t2 = clock(torch, args.device)
+        t3, t4 = their_update(torch, loss, params, optimizer, args.device)
         if step >= args.warmup:
             keep(phases, ["forward", "loss", "backward", "optimizer"], [t0, t1, t2, t3, t4], c0)
     return {key: statistics.median(values) for key, values in phases.items()}
@@ -148,11 +162,12 @@ def their_scst_round(args, folder):
 
     train, idx2word, word2idx = their_setup(args, folder, torch)
     references = [[s["raw"] for s in image["sentences"]] for image in train]
-    reward = ReinforceCiderReward(references, "EOS", 5, "cpu")
+    reward = ReinforceCiderReward(references, "EOS", 5, args.device)
     drop = Namespace(enc=0.1, dec=0.1, enc_input=0.1, dec_input=0.1, other=0.1)
     model = ExpansionNet_v2(d_model=128, N_enc=2, N_dec=2, ff=256, num_heads=4, num_exp_enc_list=[8, 16], num_exp_dec=4,
                             output_word2idx=word2idx, output_idx2word=idx2word, max_seq_len=22, drop_args=drop,
-                            img_feature_dim=128, rank="cpu")
+                            img_feature_dim=128, rank=args.device)
+    model.to(args.device)
     model.train()
     params = [p for p in model.parameters() if p.requires_grad]
     optimizer = RAdam(params, lr=1e-5)
@@ -161,17 +176,17 @@ def their_scst_round(args, folder):
               "mean_sampled_words": []}
     for step in range(args.warmup + args.steps):
         chosen = [rng.randrange(len(train)) for _ in range(16)]
-        features = torch.randn(16, 36, 128)
+        features = torch.randn(16, 36, 128).to(args.device)
         c0 = time.process_time()
-        t0 = time.perf_counter()
+        t0 = clock(torch, args.device)
         pred_idx, logprobs = model(enc_x=features, enc_x_num_pads=[0] * 16, mode="sampling", sample_max_seq_len=20,
                                    how_many_outputs=5, sos_idx=1, eos_idx=2)
         captions = [language_utils.convert_allsentences_idx2word(one, idx2word) for one in pred_idx]
-        t1 = time.perf_counter()
+        t1 = clock(torch, args.device)
         loss, _, _ = reward.compute_reward(all_images_pred_caption=captions, all_images_logprob=logprobs,
                                            all_images_idx=chosen)
-        t2 = time.perf_counter()
-        t3, t4 = their_update(torch, loss, params, optimizer)
+        t2 = clock(torch, args.device)
+        t3, t4 = their_update(torch, loss, params, optimizer, args.device)
         if step >= args.warmup:
             keep(phases, ["sample", "reward", "backward", "optimizer"], [t0, t1, t2, t3, t4], c0)
             phases["mean_sampled_words"].append(statistics.mean(len(c) - 1 for one in captions for c in one))
@@ -182,7 +197,7 @@ def their_round_in_child(args, folder):
     # A fresh interpreter per round, as ours is a fresh process.
     done = subprocess.run([sys.executable, __file__, "--their-round", "--authors", args.authors, "--expnet", args.expnet,
                            "--work", args.work, "--threads", str(args.threads), "--steps", str(args.steps),
-                           "--warmup", str(args.warmup), "--objective", args.objective], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+                           "--warmup", str(args.warmup), "--objective", args.objective, "--device", args.device], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     if done.returncode != 0:
         sys.exit("the authors' side failed:\n" + done.stderr[-3000:])
     return json.loads(done.stdout.splitlines()[-1])
@@ -191,7 +206,7 @@ def their_round_in_child(args, folder):
 def our_round(args, folder, precision):
     done = subprocess.run([args.expnet, "bench", "train" if args.objective == "xe" else "scst", "--threads", str(args.threads),
                            "--steps", str(args.steps), "--warmup", str(args.warmup), "--data", folder, "--precision",
-                           precision, "--json"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+                           precision, "--device", args.device, "--json"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     if done.returncode != 0:
         sys.exit("expnet bench failed:\n" + done.stderr[-3000:])
     report = json.loads(done.stdout.splitlines()[-1])
@@ -215,6 +230,7 @@ def main():
     parser.add_argument("--precisions", default="auto,fp32")
     parser.add_argument("--json")
     parser.add_argument("--objective", choices=["xe", "scst"], default="xe")
+    parser.add_argument("--device", choices=["cpu", "cuda"], default="cpu")
     parser.add_argument("--their-round", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args()
     os.makedirs(args.work, exist_ok=True)
