@@ -130,11 +130,24 @@ torch::Tensor RAdam::step(LossClosure closure) {
   return loss;
 }
 
-double clip_gradient_norm(const std::vector<torch::Tensor>& params, double max_norm) {
-  torch::NoGradGuard no_grad;
+namespace {
+std::vector<at::Tensor> defined_gradients(const std::vector<torch::Tensor>& params) {
   std::vector<at::Tensor> grads;
   for (const auto& p : params)
     if (p.grad().defined()) grads.push_back(p.grad());
+  return grads;
+}
+}  // namespace
+
+void divide_gradients(const std::vector<torch::Tensor>& params, double divisor) {
+  torch::NoGradGuard no_grad;
+  auto grads = defined_gradients(params);
+  if (!grads.empty()) at::_foreach_div_(grads, divisor);  // LibTorch's _foreach_ operators refuse an empty list
+}
+
+double clip_gradient_norm(const std::vector<torch::Tensor>& params, double max_norm) {
+  torch::NoGradGuard no_grad;
+  const auto grads = defined_gradients(params);
   if (grads.empty()) return 0.0;
   const auto norms = at::_foreach_norm(grads, 2);
   const at::Tensor total = norms.size() == 1 ? norms[0] : torch::stack(norms).norm(2);

@@ -418,13 +418,7 @@ void Trainer::apply_update(StageRun& run, StepFigures& step) {
     step.images = static_cast<int64_t>(std::llround(sums[1]));
     step.stop = sums[2] > 0;
   }
-  if (options_.autocast) {
-    torch::NoGradGuard no_grad;
-    std::vector<torch::Tensor> grads;
-    for (auto& p : run.params)
-      if (p.grad().defined()) grads.push_back(p.grad());
-    if (!grads.empty()) at::_foreach_div_(grads, progress_.loss_scale);  // one kernel for all on CUDA
-  }
+  if (options_.autocast) divide_gradients(run.params, progress_.loss_scale);
   // NaN/inf guard: the update is skipped (and recorded) when the loss or the gradient is not finite.
   const double max_norm = run.stage.clip > 0 ? run.stage.clip : std::numeric_limits<double>::infinity();
   step.grad_norm = clip_gradient_norm(run.params, max_norm);

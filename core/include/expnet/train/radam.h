@@ -65,5 +65,8 @@ RAdamStepFactors radam_step_factors(int64_t step, double beta1, double beta2);
 // each on CUDA, not two per parameter), the same arithmetic on the CPU. Returns the
 // norm before clipping; parameters without a gradient are skipped.
 double clip_gradient_norm(const std::vector<torch::Tensor>& params, double max_norm);
+// Every gradient divided by `divisor` (float16 autocast's loss scale) in one
+// _foreach_div_; parameters without a gradient are skipped.
+void divide_gradients(const std::vector<torch::Tensor>& params, double divisor);
 
 }  // namespace expnet
