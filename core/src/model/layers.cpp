@@ -1,12 +1,14 @@
 // torch.nn's Linear, LayerNorm and Embedding under their parameter names.
 #include "expnet/model/layers.h"
 
+#include <ATen/autocast_mode.h>
 #include <ATen/core/dispatch/Dispatcher.h>
 #include <ATen/core/stack.h>
 #include <torch/torch.h>
 
 #include <atomic>
 
+#include "kernels/cpu/batched_product_training.h"
 #include "kernels/cpu/few_rows_linear.h"
 
 namespace expnet {
@@ -17,6 +19,14 @@ std::atomic<bool> fused_training_kernels_on{true};
 
 void set_fused_training_kernels(bool on) { fused_training_kernels_on = on; }
 bool fused_training_kernels() { return fused_training_kernels_on; }
+
+torch::Tensor batched_matmul(const torch::Tensor& a, const torch::Tensor& b) {
+  // Under autocast, matmul multiplies in its lower precision: LibTorch's, as before.
+  if (fused_training_kernels() && torch::GradMode::is_enabled() && (a.requires_grad() || b.requires_grad()) &&
+      !at::autocast::is_cpu_enabled() && batched_product_training_applies(a, b))
+    return batched_product_training(a, b);
+  return torch::matmul(a, b);
+}
 
 LinearImpl::LinearImpl(int64_t in, int64_t out, bool with_bias)
     : in_features(in), out_features(out), packed_weight_(std::make_shared<PackedWeightCache>()) {

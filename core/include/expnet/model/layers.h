@@ -12,10 +12,15 @@
 namespace expnet {
 
 // Training in float32 on the CPU runs our fused kernels where they apply (Swin's
-// window attention, dropout); off, LibTorch's operators
+// window attention, dropout, batched products); off, LibTorch's operators
 // run there, for comparisons (`expnet bench train --unfused`). Process-wide, on by default.
 void set_fused_training_kernels(bool on);
 bool fused_training_kernels();
+
+// torch::matmul of two batched matrices (the same rank, at least 3, and batch sizes).
+// While training in float32 on the CPU (autograd on, no autocast) with the fused
+// kernels on, forward and backward each run as one parallel pass of our own.
+torch::Tensor batched_matmul(const torch::Tensor& a, const torch::Tensor& b);
 
 class PackedWeightCache;  // the decoding kernels' packed weight (private to core/src)
 

@@ -13,12 +13,15 @@
 #include <cstring>
 #include <vector>
 
+#include "kernels/cpu/small_product.h"
 #include "kernels/cpu/vector_math.h"
 
 namespace expnet {
 namespace {
 
 using namespace vector_math;
+using small_product::product;
+using small_product::transpose;
 
 struct Geometry {
   int64_t B = 0, N = 0, H = 0, D = 0, C = 0, M = 0;  // M = 0: no mask
@@ -40,58 +43,6 @@ Geometry geometry_of(const at::Tensor& qkv, const at::Tensor& mask, int64_t head
 
 // Tasks of a few windows each: a window's work is microseconds.
 constexpr int64_t kGrain = 4;
-
-// C (M x cols, ldc) = alpha * A (M x K, lda) . B (K x cols, ldb): blocks of R rows
-// by 16 columns summed in GCC vectors of 8 floats (one AVX2 register each; two
-// SSE registers in the default clone), each step one broadcast of A and two
-// multiply-adds per row. Written with vector types: GCC's own vectorisation of
-// this loop nest used 4-wide registers and kept the sums on the stack.
-using Lanes8 = float __attribute__((vector_size(32)));
-
-template <int64_t R>
-[[gnu::always_inline]] inline void product_rows(int64_t K, int64_t cols, const float* A, int64_t lda, const float* B,
-                                                int64_t ldb, float* C, int64_t ldc, float alpha) {
-  int64_t c0 = 0;
-  for (; c0 + 16 <= cols; c0 += 16) {
-    Lanes8 acc[R][2] = {};
-    for (int64_t k = 0; k < K; ++k) {
-      Lanes8 b0, b1;
-      std::memcpy(&b0, B + k * ldb + c0, sizeof b0);
-      std::memcpy(&b1, B + k * ldb + c0 + 8, sizeof b1);
-      for (int64_t r = 0; r < R; ++r) {
-        const float a = A[r * lda + k];
-        acc[r][0] += a * b0;
-        acc[r][1] += a * b1;
-      }
-    }
-    for (int64_t r = 0; r < R; ++r)
-      for (int64_t half = 0; half < 2; ++half) {
-        const Lanes8 scaled = alpha * acc[r][half];
-        std::memcpy(C + r * ldc + c0 + 8 * half, &scaled, sizeof scaled);
-      }
-  }
-  if (c0 == cols) return;
-  const int64_t width = cols - c0;  // fewer than 16 columns: plain loops
-  float acc[R][16] = {};
-  for (int64_t k = 0; k < K; ++k)
-    for (int64_t r = 0; r < R; ++r)
-      for (int64_t j = 0; j < width; ++j) acc[r][j] += A[r * lda + k] * B[k * ldb + c0 + j];
-  for (int64_t r = 0; r < R; ++r)
-    for (int64_t j = 0; j < width; ++j) C[r * ldc + c0 + j] = alpha * acc[r][j];
-}
-
-[[gnu::always_inline]] inline void product(int64_t M, int64_t K, int64_t cols, const float* A, int64_t lda,
-                                           const float* B, int64_t ldb, float* C, int64_t ldc, float alpha = 1.f) {
-  int64_t i = 0;
-  for (; i + 4 <= M; i += 4) product_rows<4>(K, cols, A + i * lda, lda, B, ldb, C + i * ldc, ldc, alpha);
-  for (; i < M; ++i) product_rows<1>(K, cols, A + i * lda, lda, B, ldb, C + i * ldc, ldc, alpha);
-}
-
-// rows x cols (row length ld) -> cols x rows (row length out_ld).
-void transpose(int64_t rows, int64_t cols, const float* in, int64_t ld, float* out, int64_t out_ld) {
-  for (int64_t r = 0; r < rows; ++r)
-    for (int64_t c = 0; c < cols; ++c) out[c * out_ld + r] = in[r * ld + c];
-}
 
 // Transposed k or v with their columns padded to whole vectors (zeros), so the
 // products over tokens run without a scalar tail; their results go to `wide`.
