@@ -146,6 +146,12 @@ class TestFusedTrainingKernels : public QObject {
       };
       const auto a0 = sized(shape.M, shape.K, shape.a_transposed), b0 = sized(shape.K, shape.N, shape.b_transposed);
       const auto upstream = torch::randn(torch::matmul(a0, b0).sizes());
+      {
+        torch::NoGradGuard no_graph;  // SCST's drawing: the same product, no node recorded
+        const auto plain = batched_product_training(a0.detach().clone().requires_grad_(true), b0);
+        QVERIFY(!plain.requires_grad());
+        QVERIFY2(relative_error(plain, torch::matmul(a0, b0)) < 1e-5, "values without a graph");
+      }
       for (const bool b_constant : {false, true}) {
         const auto leaf_a = a0.detach().clone().requires_grad_(true),
                    leaf_b = b0.detach().clone().requires_grad_(!b_constant);

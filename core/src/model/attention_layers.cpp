@@ -59,7 +59,7 @@ torch::Tensor SelfAttentionImpl::forward(const torch::Tensor& x, const torch::Te
   auto q_full = Wq(x);
   if (options.normalise_queries) q_full = instance_normalise_queries(q_full, query_norm_weight, query_norm_bias);
   const auto q = split_heads(q_full);  // B x H x T x dk
-  auto scores = batched_matmul(q, split_heads(Wk(x)).transpose(2, 3));
+  auto scores = batched_matmul(q, split_heads(Wk(x)).transpose(2, 3), is_training());
   if (options.geometry_grid > 0) {
     const int64_t cells = options.geometry_grid * options.geometry_grid;
     if (T != cells)
@@ -76,7 +76,8 @@ torch::Tensor SelfAttentionImpl::forward(const torch::Tensor& x, const torch::Te
   if (mask.defined()) scores = scores.masked_fill(mask.unsqueeze(1) == 0, -1e4);
   scores = torch::softmax(scores, -1);
   if (weights) *weights = scores;
-  const auto out = batched_matmul(scores, split_heads(Wv(x))).transpose(1, 2).contiguous().view({B, T, d_model});
+  const auto out =
+      batched_matmul(scores, split_heads(Wv(x)), is_training()).transpose(1, 2).contiguous().view({B, T, d_model});
   return out_linear(out);
 }
 

@@ -69,8 +69,8 @@ torch::Tensor StaticExpansionImpl::forward(const torch::Tensor& x, ExpansionTrac
 
   // Forward: every slot gathers the sequence (rows normalised over L).
   const auto forward_a = normalise_expansion_rows(torch::relu(z)), forward_b = normalise_expansion_rows(torch::relu(-z));
-  auto class_a = batched_matmul(forward_a, class_a_embed(x)) + bias;
-  auto class_b = batched_matmul(forward_b, class_b_embed(x)) + bias;
+  auto class_a = batched_matmul(forward_a, class_a_embed(x), training) + bias;
+  auto class_b = batched_matmul(forward_b, class_b_embed(x), training) + bias;
   class_a = apply_dropout(class_a, this->dropout, training);
   class_b = apply_dropout(class_b, this->dropout, training);
 
@@ -87,8 +87,8 @@ torch::Tensor StaticExpansionImpl::forward(const torch::Tensor& x, ExpansionTrac
   const double num_groups = static_cast<double>(groups.size());
   const auto backward_a = torch::cat(a_parts, -1), backward_b = torch::cat(b_parts, -1);
   if (trace) *trace = {z, forward_a, forward_b, backward_a, backward_b};
-  auto out_a = batched_matmul(backward_a, class_a) / num_groups;
-  auto out_b = batched_matmul(backward_b, class_b) / num_groups;
+  auto out_a = batched_matmul(backward_a, class_a, training) / num_groups;
+  auto out_b = batched_matmul(backward_b, class_b, training) / num_groups;
   out_a = apply_dropout(out_a, this->dropout, training);
   out_b = apply_dropout(out_b, this->dropout, training);
 
@@ -154,15 +154,15 @@ torch::Tensor DynamicExpansionImpl::forward(const torch::Tensor& x, const torch:
   const auto query = (query_exp_vectors->weight.view({1, 1, NE, d}) + cond).view({B, T * NE, d});
   const auto bias = (bias_exp_vectors->weight.view({1, 1, NE, d}) + cond).view({B, T * NE, d});
 
-  auto z = batched_matmul(query, key_linear(x).transpose(-1, -2)) / std::sqrt(static_cast<double>(d));
+  auto z = batched_matmul(query, key_linear(x).transpose(-1, -2), training) / std::sqrt(static_cast<double>(d));
   z = apply_dropout(z, this->dropout, training);  // B x T*NE x T
 
   // Forward: element (t, e) sees the positions visible from t.
   const auto hidden_1 = visible.logical_not().unsqueeze(2).expand({B, T, NE, T}).reshape({B, T * NE, T});
   const auto forward_a = normalise_expansion_rows(torch::relu(z).masked_fill(hidden_1, 0.0));
   const auto forward_b = normalise_expansion_rows(torch::relu(-z).masked_fill(hidden_1, 0.0));
-  auto class_a = batched_matmul(forward_a, class_a_embed(x));
-  auto class_b = batched_matmul(forward_b, class_b_embed(x));
+  auto class_a = batched_matmul(forward_a, class_a_embed(x), training);
+  auto class_b = batched_matmul(forward_b, class_b_embed(x), training);
   class_a = apply_dropout(class_a, this->dropout, training);
   class_b = apply_dropout(class_b, this->dropout, training);
 
@@ -172,8 +172,8 @@ torch::Tensor DynamicExpansionImpl::forward(const torch::Tensor& x, const torch:
   const auto backward_a = normalise_expansion_rows(torch::relu(zt).masked_fill(hidden_2, 0.0));
   const auto backward_b = normalise_expansion_rows(torch::relu(-zt).masked_fill(hidden_2, 0.0));
   if (trace) *trace = {z.masked_fill(hidden_1, 0.0), forward_a, forward_b, backward_a, backward_b};
-  auto out_a = batched_matmul(backward_a, class_a + bias);
-  auto out_b = batched_matmul(backward_b, class_b + bias);
+  auto out_a = batched_matmul(backward_a, class_a + bias, training);
+  auto out_b = batched_matmul(backward_b, class_b + bias, training);
   out_a = apply_dropout(out_a, this->dropout, training);
   out_b = apply_dropout(out_b, this->dropout, training);
 
@@ -200,12 +200,14 @@ torch::Tensor CrossAttentionImpl::attend(const torch::Tensor& q, const torch::Te
                                          const torch::Tensor& values, const torch::Tensor& mask,
                                          torch::Tensor* weights) {
   const int64_t B = q.size(0), T = q.size(1);
-  auto scores = batched_matmul(split_heads(Wq(q)), keys.transpose(3, 2)) / std::sqrt(static_cast<double>(d_k));
+  auto scores =
+      batched_matmul(split_heads(Wq(q)), keys.transpose(3, 2), is_training()) / std::sqrt(static_cast<double>(d_k));
   // The reference fills with -1e4, not -inf: a fully masked row (padding) is uniform, not NaN.
   if (mask.defined()) scores = scores.masked_fill(mask.unsqueeze(1) == 0, -1e4);
   scores = torch::softmax(scores, -1);
   if (weights) *weights = scores;
-  const auto out = batched_matmul(scores, values).permute({0, 2, 1, 3}).contiguous().view({B, T, d_model});
+  const auto out =
+      batched_matmul(scores, values, is_training()).permute({0, 2, 1, 3}).contiguous().view({B, T, d_model});
   return out_linear(out);
 }
 

@@ -20,10 +20,10 @@ std::atomic<bool> fused_training_kernels_on{true};
 void set_fused_training_kernels(bool on) { fused_training_kernels_on = on; }
 bool fused_training_kernels() { return fused_training_kernels_on; }
 
-torch::Tensor batched_matmul(const torch::Tensor& a, const torch::Tensor& b) {
+torch::Tensor batched_matmul(const torch::Tensor& a, const torch::Tensor& b, bool training) {
   // Under autocast, matmul multiplies in its lower precision: LibTorch's, as before.
-  if (fused_training_kernels() && torch::GradMode::is_enabled() && (a.requires_grad() || b.requires_grad()) &&
-      !at::autocast::is_cpu_enabled() && batched_product_training_applies(a, b))
+  // Without grad mode the node records no graph: a plain parallel product.
+  if (training && fused_training_kernels() && !at::autocast::is_cpu_enabled() && batched_product_training_applies(a, b))
     return batched_product_training(a, b);
   return torch::matmul(a, b);
 }

@@ -18,9 +18,10 @@ void set_fused_training_kernels(bool on);
 bool fused_training_kernels();
 
 // torch::matmul of two batched matrices (the same rank, at least 3, and batch sizes).
-// While training in float32 on the CPU (autograd on, no autocast) with the fused
-// kernels on, forward and backward each run as one parallel pass of our own.
-torch::Tensor batched_matmul(const torch::Tensor& a, const torch::Tensor& b);
+// For a module in training mode, in float32 on the CPU without autocast and with the
+// fused kernels on, forward and backward each run as one parallel pass of our own (SCST's
+// drawing, without a graph, too); in eval mode always LibTorch's.
+torch::Tensor batched_matmul(const torch::Tensor& a, const torch::Tensor& b, bool training);
 
 class PackedWeightCache;  // the decoding kernels' packed weight (private to core/src)
 
