@@ -54,18 +54,24 @@ bool ends_with(std::u32string_view s, std::u32string_view suffix) {
   return s.size() > suffix.size() && s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
 }
 
-// PTB splits these words in two ("cannot" -> "can not", "gonna" -> "gon na").
+// PTB splits these words in two after their third letter ("cannot" -> "can not",
+// "gonna" -> "gon na").
+constexpr std::array<std::string_view, 6> kFusedWords = {"cannot", "gonna", "gotta", "wanna", "gimme", "lemme"};
+constexpr size_t kFusedCut = 3;
+
+template <typename Char>
+bool is_fused_word(std::basic_string_view<Char> word) {
+  return std::any_of(kFusedWords.begin(), kFusedWords.end(), [&](std::string_view fused) {
+    return std::equal(word.begin(), word.end(), fused.begin(), fused.end(),
+                      [](Char a, char b) { return a == static_cast<Char>(b); });
+  });
+}
+
 bool split_fused_word(std::u32string_view word, Tokens& out) {
-  static const std::array<std::pair<std::u32string_view, size_t>, 6> fused = {{
-      {U"cannot", 3}, {U"gonna", 3}, {U"gotta", 3}, {U"wanna", 3}, {U"gimme", 3}, {U"lemme", 3}}};
-  for (const auto& [whole, cut] : fused) {
-    if (word == whole) {
-      out.add(word.substr(0, cut));
-      out.add(word.substr(cut));
-      return true;
-    }
-  }
-  return false;
+  if (!is_fused_word(word)) return false;
+  out.add(word.substr(0, kFusedCut));
+  out.add(word.substr(kFusedCut));
+  return true;
 }
 
 // A word (apostrophes normalised to ') loses its PTB contraction suffix:
@@ -155,8 +161,7 @@ void split_utf8_chunk(std::string_view chunk, Tokens& out) {
   split_chunk(text, out);
 }
 
-bool is_ascii_space(char c) { return c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '\f' || c == '\v'; }
-bool is_ascii_alnum(char c) { return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z'); }
+bool is_ascii_space(char c) { return is_space(static_cast<unsigned char>(c)); }
 
 // Most caption chunks are a plain ASCII word, maybe ending the sentence with a full
 // stop: split_chunk() would give that word lowercased (the stop is dropped), so it is
@@ -166,11 +171,11 @@ void split_ascii_chunk(std::string_view chunk, Tokens& out) {
   out.utf8.clear();
   for (size_t k = 0; k < word_size; ++k) {
     const char c = chunk[k];
-    if (!is_ascii_alnum(c)) return split_utf8_chunk(chunk, out);
-    out.utf8.push_back(c >= 'A' && c <= 'Z' ? static_cast<char>(c + 32) : c);
+    const auto code = static_cast<unsigned char>(c);
+    if (!is_unicode_alnum(code)) return split_utf8_chunk(chunk, out);
+    out.utf8.push_back(static_cast<char>(unicode_lower(code)));
   }
-  static const std::array<std::string_view, 6> fused = {"cannot", "gonna", "gotta", "wanna", "gimme", "lemme"};
-  if (std::find(fused.begin(), fused.end(), out.utf8) != fused.end()) return split_utf8_chunk(chunk, out);
+  if (is_fused_word(std::string_view(out.utf8))) return split_utf8_chunk(chunk, out);
   out.token(out.utf8);
 }
 
