@@ -64,7 +64,7 @@ torch::Tensor StaticExpansionImpl::forward(const torch::Tensor& x, ExpansionTrac
   const auto& query = query_exp_vectors->weight;  // NE x d
   const auto& bias = bias_exp_vectors->weight;
   // Z: NE x L length transformation matrix per image.
-  auto z = torch::matmul(query, key_embed(x).transpose(-1, -2)) / std::sqrt(static_cast<double>(d_model));
+  auto z = batched_matmul(query, key_embed(x).transpose(-1, -2), training) / std::sqrt(static_cast<double>(d_model));
   z = apply_dropout(z, this->dropout, training);
 
   // Forward: every slot gathers the sequence (rows normalised over L).

@@ -4,6 +4,7 @@
 #include <ATen/autocast_mode.h>
 #include <ATen/core/dispatch/Dispatcher.h>
 #include <ATen/core/stack.h>
+#include <c10/core/impl/LocalDispatchKeySet.h>
 #include <torch/torch.h>
 
 #include <atomic>
@@ -15,17 +16,60 @@ namespace expnet {
 
 namespace {
 std::atomic<bool> fused_training_kernels_on{true};
+
+// The operand rounded to bfloat16, as float32 (exact: bfloat16 is float32's upper half).
+torch::Tensor bf16_values(const torch::Tensor& t) { return t.to(torch::kBFloat16).to(torch::kFloat); }
+
+// LibTorch's CPU bf16 autocast on a CPU without bfloat16 products (no AVX512_BF16 or
+// AMX), where LibTorch 1.13 multiplies bfloat16 in scalar loops (15x float32's step).
+bool bf16_products_emulated(const torch::Tensor& x) {
+  return at::autocast::is_cpu_enabled() && at::autocast::get_autocast_cpu_dtype() == at::kBFloat16 &&
+         x.device().is_cpu() && (x.scalar_type() == torch::kFloat || x.scalar_type() == torch::kBFloat16) &&
+         !bf16_is_fast("cpu");
+}
+
+// Runs `product` on the bfloat16-rounded operands' float32 copies with autocast off and
+// rounds its result to bfloat16: a product of two bfloat16 values is exact in float32,
+// so this is autocast's arithmetic (bfloat16 operands, float32 sums, bfloat16 result)
+// and, through the casts' autograd, its backward's too, at float32's speed.
+template <typename Product>
+torch::Tensor emulated_bf16_product(Product product) {
+  c10::impl::ExcludeDispatchKeyGuard no_autocast(c10::DispatchKey::AutocastCPU);
+  return product().to(torch::kBFloat16);
+}
 }  // namespace
 
 void set_fused_training_kernels(bool on) { fused_training_kernels_on = on; }
 bool fused_training_kernels() { return fused_training_kernels_on; }
 
 torch::Tensor batched_matmul(const torch::Tensor& a, const torch::Tensor& b, bool training) {
-  // Under autocast, matmul multiplies in its lower precision: LibTorch's, as before.
-  // Without grad mode the node records no graph: a plain parallel product.
-  if (training && fused_training_kernels() && !at::autocast::is_cpu_enabled() && batched_product_training_applies(a, b))
-    return batched_product_training(a, b);
-  return torch::matmul(a, b);
+  // Under autocast, matmul multiplies in its lower precision: LibTorch's where the CPU
+  // has bfloat16 products. Without grad mode the node records no graph: a plain parallel product.
+  const auto product = [training](const torch::Tensor& x, const torch::Tensor& y) {
+    if (training && fused_training_kernels() && !at::autocast::is_cpu_enabled() &&
+        batched_product_training_applies(x, y))
+      return batched_product_training(x, y);
+    return torch::matmul(x, y);
+  };
+  if (bf16_products_emulated(a)) return emulated_bf16_product([&] { return product(bf16_values(a), bf16_values(b)); });
+  return product(a, b);
+}
+
+torch::Tensor conv2d_forward(torch::nn::Conv2dImpl& conv, const torch::Tensor& x) {
+  const auto& o = conv.options;
+  if (!bf16_products_emulated(x) || !c10::holds_alternative<torch::enumtype::kZeros>(o.padding_mode()))
+    return conv.forward(x);
+  namespace F = torch::nn::functional;
+  return emulated_bf16_product([&] {
+    const auto bias = conv.bias.defined() ? bf16_values(conv.bias) : conv.bias;
+    return F::conv2d(bf16_values(x), bf16_values(conv.weight),
+                     F::Conv2dFuncOptions()
+                         .bias(bias)
+                         .stride(o.stride())
+                         .padding(o.padding())
+                         .dilation(o.dilation())
+                         .groups(o.groups()));
+  });
 }
 
 LinearImpl::LinearImpl(int64_t in, int64_t out, bool with_bias)
@@ -51,6 +95,9 @@ c10::OperatorHandle quantized_op(const char* name) {
 }  // namespace
 
 torch::Tensor LinearImpl::forward_bf16_out(const torch::Tensor& x) {
+  if (bf16_products_emulated(x))
+    return emulated_bf16_product(
+        [&] { return torch::linear(bf16_values(x), bf16_values(weight), bias.defined() ? bf16_values(bias) : bias); });
   if (takes_bf16(x)) return torch::linear(x.to(torch::kBFloat16), weight_bf16_, bias_bf16_);
   if (takes_int8(x)) {
     static const auto linear_dynamic = quantized_op("quantized::linear_dynamic");

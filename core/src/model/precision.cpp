@@ -12,13 +12,17 @@
 namespace expnet {
 namespace {
 
-// The CPU's flags line of /proc/cpuinfo (x86 Linux); empty elsewhere.
-std::string cpu_flags() {
-  std::ifstream in("/proc/cpuinfo");
-  std::string line;
-  while (std::getline(in, line))
-    if (line.rfind("flags", 0) == 0) return " " + line.substr(line.find(':') + 1) + " ";
-  return {};
+// The CPU's flags line of /proc/cpuinfo (x86 Linux); empty elsewhere. Read once:
+// bf16_is_fast is asked at every product of a bf16 training step.
+const std::string& cpu_flags() {
+  static const std::string flags = [] {
+    std::ifstream in("/proc/cpuinfo");
+    std::string line;
+    while (std::getline(in, line))
+      if (line.rfind("flags", 0) == 0) return " " + line.substr(line.find(':') + 1) + " ";
+    return std::string();
+  }();
+  return flags;
 }
 
 bool has_flag(const std::string& flags, const std::string& flag) { return flags.find(" " + flag + " ") != std::string::npos; }
@@ -44,7 +48,7 @@ bool bf16_is_fast(const std::string& device, std::string* why) {
     if (why) *why = std::string("bfloat16: ") + (yes ? "forced on" : "forced off") + " by EXPNET_CPU_BF16";
     return yes;
   }
-  const std::string flags = cpu_flags();
+  const std::string& flags = cpu_flags();
   const bool amx = has_flag(flags, "amx_bf16"), avx512 = has_flag(flags, "avx512_bf16");
   if (why)
     *why = amx      ? "bfloat16: the CPU has AMX (amx_bf16)"
@@ -86,7 +90,7 @@ bool int8_is_available(const std::string& device, std::string* why) {
 
 bool int8_reduce_range() {
   static const bool reduce = [] {
-    const std::string flags = cpu_flags();
+    const std::string& flags = cpu_flags();
     return !has_flag(flags, "avx512_vnni") && !has_flag(flags, "avx_vnni") && !has_flag(flags, "amx_int8");
   }();
   return reduce;

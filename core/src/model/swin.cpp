@@ -151,7 +151,7 @@ torch::Tensor SwinWindowAttentionImpl::attend(const torch::Tensor& x, const torc
     return window_attention_training(qkv_rows, bias_fp32, mask, heads, scale);
   const auto qkv_out = qkv_rows.reshape({B_, N, 3, heads, C / heads}).permute({2, 0, 3, 1, 4});
   const auto q = qkv_out[0] * scale;
-  auto attn = torch::matmul(q, qkv_out[1].transpose(-2, -1));
+  auto attn = batched_matmul(q, qkv_out[1].transpose(-2, -1), is_training());
   // Only bf16 scores take a bf16 bias and mask (float16 ones under autocast add in float32, as before).
   const bool bf16 = attn.scalar_type() == torch::kBFloat16;
   if (in_place && bf16 && window_softmax_bf16_applies(attn, bias_fp32, mask)) {
@@ -168,7 +168,7 @@ torch::Tensor SwinWindowAttentionImpl::attend(const torch::Tensor& x, const torc
     attn = torch::softmax(attn, -1);
   }
   attn = F::dropout(attn, F::DropoutFuncOptions().p(attn_drop).training(is_training()));
-  return torch::matmul(attn, qkv_out[2]).transpose(1, 2).reshape({B_, N, C});
+  return batched_matmul(attn, qkv_out[2], is_training()).transpose(1, 2).reshape({B_, N, C});
 }
 
 // ---------------------------------------------------------------- block
@@ -325,7 +325,7 @@ torch::Tensor SwinPatchMergingImpl::forward(const torch::Tensor& x) {
   const int64_t B = x.size(0), C = x.size(2);
   if (conv) {
     const auto image = x.transpose(1, 2).reshape({B, C, resolution, resolution});
-    const auto pooled = torch::max_pool2d(torch::relu(conv(image)), 2);
+    const auto pooled = torch::max_pool2d(torch::relu(conv2d_forward(*conv, image)), 2);
     return pooled.flatten(2).transpose(1, 2).contiguous();
   }
   const auto grid = x.view({B, resolution, resolution, C});
@@ -368,7 +368,7 @@ SwinPatchEmbedImpl::SwinPatchEmbedImpl(const ModelConfig& config) {
 }
 
 torch::Tensor SwinPatchEmbedImpl::forward(const torch::Tensor& images) {
-  auto x = proj(images).flatten(2).transpose(1, 2);
+  auto x = conv2d_forward(*proj, images).flatten(2).transpose(1, 2);
   return norm ? norm(x) : x;
 }
 

@@ -9,6 +9,10 @@
 
 #include "expnet/model/precision.h"
 
+namespace torch::nn {
+class Conv2dImpl;
+}  // namespace torch::nn
+
 namespace expnet {
 
 // Training in float32 on the CPU runs our fused kernels where they apply (Swin's
@@ -17,11 +21,18 @@ namespace expnet {
 void set_fused_training_kernels(bool on);
 bool fused_training_kernels();
 
-// torch::matmul of two batched matrices (the same rank, at least 3, and batch sizes).
-// For a module in training mode, in float32 on the CPU without autocast and with the
-// fused kernels on, forward and backward each run as one parallel pass of our own (SCST's
-// drawing, without a graph, too); in eval mode always LibTorch's.
+// torch::matmul(a, b), the model's products. For batched matrices (the same rank, at
+// least 3, and batch sizes) of a module in training mode, in float32 on the CPU without
+// autocast and with the fused kernels on, forward and backward each run as one parallel
+// pass of our own (SCST's drawing, without a graph, too); in eval mode LibTorch's.
+// Under CPU bf16 autocast where the CPU has no bfloat16 products (bf16_is_fast("cpu")
+// false) this, Linear and conv2d_forward multiply the bfloat16-rounded operands in float32: autocast's
+// arithmetic at float32's speed (docs/training.md, "Precision").
 torch::Tensor batched_matmul(const torch::Tensor& a, const torch::Tensor& b, bool training);
+
+// conv->forward(x), except under CPU bf16 autocast where the CPU has no bfloat16 products:
+// there on the bfloat16-rounded operands in float32, as batched_matmul (zero padding).
+torch::Tensor conv2d_forward(torch::nn::Conv2dImpl& conv, const torch::Tensor& x);
 
 class PackedWeightCache;  // the decoding kernels' packed weight (private to core/src)
 
