@@ -20,6 +20,11 @@ AutocastMode training_autocast(bool cuda_float16, TrainPrecision precision, cons
     throw std::runtime_error("--autocast (float16) and \"precision\": \"bf16\" both given: choose one mixed precision");
   if (cuda_float16) return AutocastMode::cuda_float16;
   if (!bf16) return AutocastMode::off;
+  // Asked for explicitly on a CPU without bfloat16 products: say how they run (layers.h).
+  if (why.empty() && !device.is_cuda() && !bf16_is_fast(device.str()))
+    why =
+        "this CPU has no bfloat16 products: each runs as a float32 product of bfloat16-rounded operands, the same "
+        "arithmetic but slower than fp32";
   spdlog::info("training in bf16: matrix products in bfloat16 with float32 accumulation; master weights, optimizer "
                "state, loss and LayerNorm statistics in float32{}{}",
                why.empty() ? "" : " (", why.empty() ? "" : why + ")");
