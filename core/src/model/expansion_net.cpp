@@ -425,7 +425,9 @@ torch::Tensor ExpansionNetImpl::decode_hidden(const torch::Tensor& enc_out, cons
 
 torch::Tensor ExpansionNetImpl::log_probs(const torch::Tensor& hidden) {
   RECORD_USER_SCOPE("expnet::vocab_projection");
-  return torch::log_softmax(vocab_linear(hidden), -1);
+  // Under bf16 autocast the logits are bfloat16; the log-probabilities (the loss's and
+  // SCST's sampling distribution) are taken and kept in float32.
+  return torch::log_softmax(vocab_linear(hidden), -1, torch::kFloat);
 }
 
 torch::Tensor ExpansionNetImpl::decode(const torch::Tensor& enc_out, const torch::Tensor& tokens,
