@@ -26,8 +26,8 @@ bool fused_training_kernels();
 // autocast and with the fused kernels on, forward and backward each run as one parallel
 // pass of our own (SCST's drawing, without a graph, too); in eval mode LibTorch's.
 // Under CPU bf16 autocast where the CPU has no bfloat16 products (bf16_is_fast("cpu")
-// false) this, Linear and conv2d_forward multiply the bfloat16-rounded operands in float32: autocast's
-// arithmetic at float32's speed (docs/training.md, "Precision").
+// false), this, Linear and conv2d_forward multiply the bfloat16-rounded operands in
+// float32: autocast's arithmetic with float32's products (docs/training.md, "Precision").
 torch::Tensor batched_matmul(const torch::Tensor& a, const torch::Tensor& b, bool training);
 
 // conv->forward(x), except under CPU bf16 autocast where the CPU has no bfloat16 products:
