@@ -1,7 +1,7 @@
 // expnet train --ablation and expnet runs table (docs/training.md, "Ablations"):
 // a tiny ablation trains one run per variant with the layer kinds it names, an
-// interrupted or repeated ablation keeps finished runs, the table reads every
-// run back, a backbone_checkpoint starts a run from another run's backbone, and
+// interrupted or repeated ablation keeps finished runs, a variant may change the
+// precision, the table reads every run back, a backbone_checkpoint starts a run from another run's backbone, and
 // bad ablation files are refused naming the variant and the key.
 #include <torch/torch.h>
 
@@ -53,7 +53,11 @@ class TestAblation : public QObject {
   void planErrorsNameTheVariantAndKey() {
     const json base = tiny_base();
     auto e = errorOfPlan({{"name", "a"}, {"base", base}, {"variants", {{{"name", "x"}, {"stages", json::array()}}}}});
-    QVERIFY2(e.contains("variant 0 'x'") && e.contains("'stages'") && e.contains("only model and seed"), qPrintable(e));
+    QVERIFY2(e.contains("variant 0 'x'") && e.contains("'stages'") && e.contains("only model, seed and precision"),
+             qPrintable(e));
+    e = errorOfPlan({{"name", "a"}, {"base", base}, {"variants", {{{"name", "half"}, {"precision", "fp16"}}}}});
+    QVERIFY2(e.contains("variant 0 'half'") && e.contains("precision") && e.contains("fp16") && e.contains("bf16"),
+             qPrintable(e));
     e = errorOfPlan({{"name", "a"}, {"base", base}, {"variants", {{{"name", "x"}}, {{"name", "x"}}}}});
     QVERIFY2(e.contains("variant 1 'x'") && e.contains("another variant has this name"), qPrintable(e));
     e = errorOfPlan({{"name", "a"},
@@ -70,6 +74,18 @@ class TestAblation : public QObject {
     for (const auto& v : shipped.variants) {
       QCOMPARE(v.config.stages.size(), size_t(1));
       QCOMPARE(v.config.backbone_checkpoint, std::string("demo"));
+    }
+    // The shipped precision check (docs/training.md, "Quality again"): fp32 and bf16
+    // pairs of one recipe, each pair the same but for the precision.
+    const auto precision = expnet::read_ablation(EXPNET_SOURCE_DIR "/resources/ablations/precision-shapes.json");
+    QCOMPARE(precision.variants.size(), size_t(14));
+    for (size_t i = 0; i < precision.variants.size(); i += 2) {
+      auto fp32 = precision.variants[i].config, bf16 = precision.variants[i + 1].config;
+      QVERIFY(fp32.precision == expnet::TrainPrecision::fp32 && bf16.precision == expnet::TrainPrecision::bf16);
+      QCOMPARE(fp32.seed, uint64_t(i / 2 + 1));
+      fp32.name = bf16.name;
+      fp32.precision = bf16.precision;
+      QCOMPARE(fp32.to_json(), bf16.to_json());
     }
   }
 
@@ -115,18 +131,22 @@ class TestAblation : public QObject {
 
   void ablationTrainsEachVariantThenTables() {
     const QString dir = expnet_test::makeTempDir("ablation_tiny");
-    const json plan = {{"name", "ablation-tiny"},
-                       {"base", tiny_base()},
-                       {"variants",
-                        {{{"name", "sa"}, {"model", {{"encoder_layer", "self_attention"}, {"decoder_layer", "self_attention"}}}},
-                         {{"name", "ngsan"}, {"model", {{"encoder_layer", "ngsan"}}}},
-                         {{"name", "dyn"}, {"model", {{"encoder_layer", "dynamic_expansion"}, {"num_exp_enc_list", {4}}}}, {"seed", 9}}}}};
+    const json plan = {
+        {"name", "ablation-tiny"},
+        {"base", tiny_base()},
+        {"variants",
+         {{{"name", "sa"}, {"model", {{"encoder_layer", "self_attention"}, {"decoder_layer", "self_attention"}}}},
+          {{"name", "ngsan"}, {"model", {{"encoder_layer", "ngsan"}}}},
+          {{"name", "dyn"},
+           {"model", {{"encoder_layer", "dynamic_expansion"}, {"num_exp_enc_list", {4}}}},
+           {"seed", 9}},
+          {{"name", "bf16"}, {"precision", "bf16"}}}}};
     const QString file = write_json(dir + "/ablation.json", plan);
     const QStringList args{"train", "--ablation", file, "--out", dir + "/runs", "--json", "--no-progress", "--threads", "2"};
     const auto first = expnet_test::runProcess(expnet_test::cliPath(), args);
     QVERIFY2(first.exitCode == 0, first.err.constData());
     const auto rows = json::parse(first.out.toStdString());
-    QCOMPARE(rows.size(), size_t(3));
+    QCOMPARE(rows.size(), size_t(4));
     const std::vector<std::string> encoders{"self_attention", "ngsan", "dynamic_expansion"};
     const std::vector<std::string> decoders{"self_attention", "dynamic_expansion", "dynamic_expansion"};
     for (size_t i = 0; i < 3; ++i) {
@@ -134,6 +154,9 @@ class TestAblation : public QObject {
       QCOMPARE(rows[i]["decoder_layer"].get<std::string>(), decoders[i]);
       QCOMPARE(rows[i]["status"].get<std::string>(), std::string("finished"));
       QVERIFY(rows[i]["best"].is_object());
+      QVERIFY(rows[i]["last"].is_object());
+      QVERIFY(rows[i]["last"]["cider_d"].get<double>() <= rows[i]["best"]["cider_d"].get<double>());
+      QCOMPARE(rows[i]["precision"].get<std::string>(), std::string("fp32"));
       QVERIFY(rows[i]["captioner_parameters"].get<int64_t>() > 0);
       QVERIFY(rows[i]["parameters"].get<int64_t>() > rows[i]["captioner_parameters"].get<int64_t>());
       QVERIFY(rows[i]["images_per_s"].get<double>() > 0);
@@ -141,17 +164,18 @@ class TestAblation : public QObject {
     QCOMPARE(rows[2]["seed"].get<int>(), 9);
     QCOMPARE(rows[0]["seed"].get<int>(), 7);
     QCOMPARE(rows[1]["encoder"].get<std::string>(), std::string("NG-SAN"));
+    QCOMPARE(rows[3]["precision"].get<std::string>(), std::string("bf16"));
 
     // Again: every run is finished, nothing trains.
     const auto again = expnet_test::runProcess(expnet_test::cliPath(), args);
     QVERIFY2(again.exitCode == 0, again.err.constData());
-    QCOMPARE(QString(again.err).count("already trained"), 3);
+    QCOMPARE(QString(again.err).count("already trained"), 4);
 
     // The table from the run stores (registered where the runs were trained).
     const auto table = expnet_test::runProcess(expnet_test::cliPath(), {"runs", "table", "ablation-tiny-*"});
     QVERIFY2(table.exitCode == 0, table.err.constData());
     for (const char* label : {"ablation-tiny-sa", "ablation-tiny-ngsan", "ablation-tiny-dyn", "NG-SAN", "Base",
-                              "Dynamic Exp NE=4", "CIDEr-D"})
+                              "Dynamic Exp NE=4", "CIDEr-D", "last", "precision", "bf16"})
       QVERIFY2(table.out.contains(label), table.out.constData());
     const auto missing = expnet_test::runProcess(expnet_test::cliPath(), {"runs", "table", "no-such-run"});
     QVERIFY(missing.exitCode != 0);

@@ -16,9 +16,10 @@ namespace {
 
 using nlohmann::json;
 
-// Only what an ablation compares may differ; everything else is the base's, so
-// every row saw the same data, seed and schedule.
-const std::set<std::string> kVariantKeys{"name", "model", "seed"};
+// Only what an ablation compares may differ (the model; the seed for noise; the
+// precision, to check that bf16 trains as well); everything else is the base's,
+// so every row saw the same data and schedule.
+const std::set<std::string> kVariantKeys{"name", "model", "seed", "precision"};
 
 TrainConfig base_recipe(const json& base, const std::string& source) {
   if (base.is_string()) return train_preset(base.get<std::string>());
@@ -45,6 +46,12 @@ TrainConfig variant_config(const TrainConfig& base, const json& variant, const s
   if (const auto seed = variant.find("seed"); seed != variant.end()) {
     if (!seed->is_number_unsigned()) throw std::runtime_error(where + ": 'seed' must be a non-negative integer");
     config.seed = seed->get<uint64_t>();
+  }
+  if (const auto precision = variant.find("precision"); precision != variant.end()) {
+    // Through the config's own parser: one list of accepted values, one message.
+    json with = json::parse(config.to_json());
+    with["precision"] = *precision;
+    config = TrainConfig::from_json(with.dump(), where);
   }
   return config;
 }
@@ -78,9 +85,10 @@ AblationPlan ablation_from_json(const std::string& text, const std::string& sour
     if (!names.insert(name).second) throw std::runtime_error(where + ": another variant has this name");
     for (const auto& item : variant.items())
       if (!kVariantKeys.count(item.key()))
-        throw std::runtime_error(where + ": key '" + item.key() +
-                                 "' cannot differ between variants (only model and seed may: every row trains "
-                                 "with the same data and schedule); change the base recipe instead");
+        throw std::runtime_error(
+            where + ": key '" + item.key() +
+            "' cannot differ between variants (only model, seed and precision may: every row trains "
+            "with the same data and schedule); change the base recipe instead");
     plan.variants.push_back({name, variant_config(base, variant, plan.name, where)});
   }
   return plan;

@@ -58,6 +58,12 @@ std::string fixed(double value, int digits) {
   return out.str();
 }
 
+json validation_json(const std::optional<ValidationRecord>& v) {
+  if (!v) return nullptr;
+  return {{"stage", v->stage}, {"epoch", v->epoch}, {"bleu1", v->bleu1},     {"bleu2", v->bleu2},
+          {"bleu3", v->bleu3}, {"bleu4", v->bleu4}, {"rouge_l", v->rouge_l}, {"cider_d", v->cider_d}};
+}
+
 }  // namespace
 
 RunsTableRow runs_table_row(const RunStore& store, const RunInfo& run) {
@@ -74,8 +80,12 @@ RunsTableRow runs_table_row(const RunStore& store, const RunInfo& run) {
   }
   if (config.is_object() && config.contains("seed") && config["seed"].is_number_unsigned())
     row.seed = config["seed"].get<uint64_t>();
-  for (const auto& v : store.validations(run.id))
+  if (config.is_object() && config.contains("precision") && config["precision"].is_string())
+    row.precision = config["precision"].get<std::string>();
+  for (const auto& v : store.validations(run.id)) {
     if (!row.best || v.cider_d > row.best->cider_d) row.best = v;
+    row.last = v;
+  }
   if (const auto path = checkpoint_of(run); !path.empty()) {
     row.parameters = row.captioner_parameters = 0;
     for (const auto& [name, tensor] : read_state_dict(path)) {
@@ -88,17 +98,19 @@ RunsTableRow runs_table_row(const RunStore& store, const RunInfo& run) {
 }
 
 std::string runs_table_text(const std::vector<RunsTableRow>& rows) {
-  const std::vector<std::string> header{"run",    "encoder", "decoder", "seed",    "B-1",    "B-2",  "B-3",
-                                        "B-4",    "R-L",     "CIDEr-D", "params",  "img/s"};
+  // CIDEr-D is the best epoch's, as the other scores; "last" the final model's.
+  const std::vector<std::string> header{"run", "encoder", "decoder", "precision", "seed", "B-1",    "B-2",
+                                        "B-3", "B-4",     "R-L",     "CIDEr-D",   "last", "params", "img/s"};
   std::vector<std::vector<std::string>> cells{header};
   for (const auto& r : rows) {
-    std::vector<std::string> line{r.run, r.encoder, r.decoder, std::to_string(r.seed)};
+    std::vector<std::string> line{r.run, r.encoder, r.decoder, r.precision, std::to_string(r.seed)};
     if (r.best) {
       for (const double v : {r.best->bleu1, r.best->bleu2, r.best->bleu3, r.best->bleu4, r.best->rouge_l})
         line.push_back(fixed(100 * v, 1));
       line.push_back(fixed(100 * r.best->cider_d, 1));
+      line.push_back(fixed(100 * r.last->cider_d, 1));
     } else {
-      line.insert(line.end(), 6, "-");
+      line.insert(line.end(), 7, "-");
     }
     const double millions = static_cast<double>(r.captioner_parameters) / 1e6;
     line.push_back(r.captioner_parameters < 0 ? "-" : fixed(millions, 2) + "M");
@@ -112,7 +124,7 @@ std::string runs_table_text(const std::vector<RunsTableRow>& rows) {
   std::ostringstream out;
   for (const auto& line : cells) {
     for (size_t i = 0; i < line.size(); ++i) {
-      const bool text = i < 3;  // names left, numbers right
+      const bool text = i < 4;  // names left, numbers right
       out << (i ? "  " : "") << (text ? std::left : std::right) << std::setw(static_cast<int>(width[i])) << line[i];
     }
     out << "\n";
@@ -130,15 +142,12 @@ std::string runs_table_json(const std::vector<RunsTableRow>& rows) {
               {"encoder_layer", r.encoder_layer},
               {"decoder_layer", r.decoder_layer},
               {"seed", r.seed},
+              {"precision", r.precision},
               {"parameters", r.parameters < 0 ? json(nullptr) : json(r.parameters)},
               {"captioner_parameters", r.captioner_parameters < 0 ? json(nullptr) : json(r.captioner_parameters)},
               {"images_per_s", r.images_per_s}};
-    if (r.best)
-      j["best"] = {{"stage", r.best->stage},   {"epoch", r.best->epoch}, {"bleu1", r.best->bleu1},
-                   {"bleu2", r.best->bleu2},   {"bleu3", r.best->bleu3}, {"bleu4", r.best->bleu4},
-                   {"rouge_l", r.best->rouge_l}, {"cider_d", r.best->cider_d}};
-    else
-      j["best"] = nullptr;
+    j["best"] = validation_json(r.best);
+    j["last"] = validation_json(r.last);
     out.push_back(j);
   }
   return out.dump();

@@ -1,6 +1,6 @@
 // `expnet runs table RUN... [--json]`: runs side by side as in an ablation table
-// (ExpansionNet v1's Table 3): layer kinds, each run's best validation scores,
-// captioner parameters and training speed (docs/training.md, "Ablations").
+// (ExpansionNet v1's Table 3): layer kinds, precision, seed, each run's best
+// validation scores and its last CIDEr-D, captioner parameters and training speed (docs/training.md, "Ablations").
 #pragma once
 
 #include <cstdint>
@@ -17,7 +17,9 @@ struct RunsTableRow {
   std::string encoder, decoder;  // e.g. "Static Exp NE=64", "Dynamic Exp NE=16", "Base", "NG-SAN"
   std::string encoder_layer, decoder_layer;  // the config's kinds
   uint64_t seed = 0;
+  std::string precision = "fp32";        // the config's: fp32, bf16 or auto
   std::optional<ValidationRecord> best;  // the validation with the highest CIDEr-D
+  std::optional<ValidationRecord> last;  // the run's last validation (the final model's)
   // From the run's best.pth (else its newest checkpoint); -1 without a checkpoint.
   int64_t parameters = -1, captioner_parameters = -1;  // captioner: all but the backbone
   double images_per_s = 0;
