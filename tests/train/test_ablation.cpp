@@ -177,6 +177,10 @@ class TestAblation : public QObject {
     for (const char* label : {"ablation-tiny-sa", "ablation-tiny-ngsan", "ablation-tiny-dyn", "NG-SAN", "Base",
                               "Dynamic Exp NE=4", "CIDEr-D", "last", "precision", "bf16"})
       QVERIFY2(table.out.contains(label), table.out.constData());
+    // Two precisions: each one's final CIDEr-D over its runs (3 fp32 runs, 1 bf16).
+    QVERIFY2(table.out.contains("last CIDEr-D by precision") && table.out.contains("fp32: 3 runs, mean ") &&
+                 table.out.contains("bf16: 1 run, mean "),
+             table.out.constData());
     const auto missing = expnet_test::runProcess(expnet_test::cliPath(), {"runs", "table", "no-such-run"});
     QVERIFY(missing.exitCode != 0);
     QVERIFY2(missing.err.contains("no-such-run"), missing.err.constData());

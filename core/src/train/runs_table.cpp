@@ -3,8 +3,11 @@
 
 #include <nlohmann/json.hpp>
 
+#include <algorithm>
+#include <cmath>
 #include <filesystem>
 #include <iomanip>
+#include <numeric>
 #include <sstream>
 
 #include "expnet/checkpoint/state_dict.h"
@@ -62,6 +65,33 @@ json validation_json(const std::optional<ValidationRecord>& v) {
   if (!v) return nullptr;
   return {{"stage", v->stage}, {"epoch", v->epoch}, {"bleu1", v->bleu1},     {"bleu2", v->bleu2},
           {"bleu3", v->bleu3}, {"bleu4", v->bleu4}, {"rouge_l", v->rouge_l}, {"cider_d", v->cider_d}};
+}
+
+// With runs of more than one precision (a precision ablation): per precision, the
+// final models' CIDEr-D over its runs, the figures its seed spread is judged by.
+std::string precision_summary(const std::vector<RunsTableRow>& rows) {
+  std::vector<std::pair<std::string, std::vector<double>>> groups;
+  for (const auto& r : rows) {
+    if (!r.last) continue;
+    auto group = std::find_if(groups.begin(), groups.end(), [&](const auto& g) { return g.first == r.precision; });
+    if (group == groups.end()) group = groups.insert(groups.end(), {r.precision, {}});
+    group->second.push_back(100 * r.last->cider_d);
+  }
+  if (groups.size() < 2) return "";
+  std::ostringstream out;
+  out << "\nlast CIDEr-D by precision:\n";
+  for (const auto& [precision, values] : groups) {
+    const double n = static_cast<double>(values.size());
+    const double mean = std::accumulate(values.begin(), values.end(), 0.0) / n;
+    double squares = 0;
+    for (const double v : values) squares += (v - mean) * (v - mean);
+    const auto [low, high] = std::minmax_element(values.begin(), values.end());
+    out << "  " << precision << ": " << values.size() << (values.size() == 1 ? " run" : " runs") << ", mean "
+        << fixed(mean, 1);
+    if (values.size() > 1) out << " (sd " << fixed(std::sqrt(squares / (n - 1)), 1) << ")";
+    out << ", range " << fixed(*low, 1) << "-" << fixed(*high, 1) << "\n";
+  }
+  return out.str();
 }
 
 }  // namespace
@@ -129,6 +159,7 @@ std::string runs_table_text(const std::vector<RunsTableRow>& rows) {
     }
     out << "\n";
   }
+  out << precision_summary(rows);
   return out.str();
 }
 

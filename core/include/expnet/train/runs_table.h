@@ -27,7 +27,8 @@ struct RunsTableRow {
 
 // The row of a run of `store`, with the status that is true now (run_status of run_lock.h).
 RunsTableRow runs_table_row(const RunStore& store, const RunInfo& run);
-// Column-aligned text, one line per row, a header first.
+// Column-aligned text, one line per row, a header first; with more than one
+// precision among the rows, a line per precision of its runs' last CIDEr-D.
 std::string runs_table_text(const std::vector<RunsTableRow>& rows);
 std::string runs_table_json(const std::vector<RunsTableRow>& rows);  // one JSON array
 
