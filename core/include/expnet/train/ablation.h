@@ -28,8 +28,8 @@ struct AblationPlan {
 };
 
 // Strict, like TrainConfig::from_json: unknown keys, duplicate or empty variant
-// names, a variant key other than name/model/seed/precision, or a variant model that does
-// not validate are errors naming the variant and the key.
+// names, a variant key other than name/model/seed/precision, or a variant model
+// that does not validate are errors naming the variant and the key.
 AblationPlan ablation_from_json(const std::string& text, const std::string& source);
 AblationPlan read_ablation(const std::string& path);
 

@@ -1,6 +1,7 @@
 // `expnet runs table RUN... [--json]`: runs side by side as in an ablation table
 // (ExpansionNet v1's Table 3): layer kinds, precision, seed, each run's best
-// validation scores and its last CIDEr-D, captioner parameters and training speed (docs/training.md, "Ablations").
+// validation scores and its last CIDEr-D, captioner parameters and training speed
+// (docs/training.md, "Ablations").
 #pragma once
 
 #include <cstdint>
